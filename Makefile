@@ -1,0 +1,58 @@
+# Race Lab. Every target installs what it needs into .venv first; nothing else is needed by hand.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+# The first Python 3.11-3.13 with venv; Debian's own python3 first, so kernels run for any user.
+PYTHON ?= $(shell for p in /usr/bin/python3 python3.11 python3.12 python3.13 python3; do \
+  command -v $$p >/dev/null 2>&1 && $$p -c 'import sys, venv, ensurepip; \
+  sys.exit(not (3, 11) <= sys.version_info[:2] <= (3, 13))' 2>/dev/null && { command -v $$p; break; }; done)
+
+export TF_CPP_MIN_LOG_LEVEL := 2
+export PYTHONDONTWRITEBYTECODE := 1
+
+.PHONY: help setup demo test build lab bench lint clean
+
+help:
+	@echo "make demo   build the course and autograde the bundled demo class (prints scores)"
+	@echo "make test   run the whole test suite"
+	@echo "make lab    JupyterLab on notebooks/"
+	@echo "make build  regenerate notebooks/ from solutions/"
+	@echo "make bench  harness benchmark: schedules and seconds to a verdict per subject"
+	@echo "make lint   ruff"
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@if [ -z "$(PYTHON)" ]; then \
+	  echo "Race Lab needs Python 3.11-3.13 (3.11 recommended) with the venv module." >&2; \
+	  echo "On Debian/Ubuntu: apt-get install python3 python3-venv; or set PYTHON=/path/to/python3.11" >&2; \
+	  exit 1; fi
+	@echo "Installing Race Lab into $(VENV) with $(PYTHON) ($$($(PYTHON) --version))"
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/racelab demo
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+build: $(STAMP)
+	$(VENV)/bin/racelab build
+
+lab: $(STAMP)
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
+
+bench: $(STAMP)
+	$(PY) benchmarks/harness_bench.py
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+clean:
+	rm -rf build .pytest_cache

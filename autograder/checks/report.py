@@ -1,0 +1,40 @@
+"""Turn a harness result into a graded outcome a student can read."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def require_ok(result: Any, *, exercise: str, show_figure: bool = True) -> None:
+    """Pass silently when ``result.ok``; otherwise show the interleaving and fail.
+
+    Args:
+        result: A :class:`autograder.harness.Result`.
+        exercise: The exercise's name as the student knows it, put first in the message.
+        show_figure: Display ``result.figure()`` in the notebook (feedback keeps it) before
+            failing. Ignored outside IPython.
+
+    Raises:
+        AssertionError: With the exercise name and ``result.message`` when the result is not ok.
+    """
+    if result.ok:
+        return
+    if show_figure:
+        _display_figure(result)
+    raise AssertionError(f"{exercise}: {result.message}")
+
+
+def _display_figure(result: Any) -> None:
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:
+        return
+    if get_ipython() is None:
+        return
+    try:
+        figure = result.figure()
+    except Exception as exc:  # noqa: BLE001 - a broken picture must not hide the verdict
+        print(f"(could not draw the interleaving: {exc})")
+        return
+    display(figure)

@@ -1,0 +1,90 @@
+"""`racelab`: the course's command line (build, demo, grade)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from autograder.pipeline.source import SourceError
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``racelab``; returns the process exit code."""
+    parser = argparse.ArgumentParser(prog="racelab", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p_build = sub.add_parser("build", help="regenerate notebooks/ from solutions/")
+    p_build.add_argument("--check", action="store_true",
+                         help="change nothing; exit 1 naming each notebook a build would change")
+    _paths(p_build)
+
+    p_demo = sub.add_parser("demo", help="build the course and grade the bundled demo class")
+    p_demo.add_argument("--out", type=Path, default=REPO / "build" / "demo",
+                        help="where grades.csv, feedback and the gradebook go")
+    p_demo.add_argument("--demo-dir", type=Path, default=REPO / "demo")
+    p_demo.add_argument("--solutions", type=Path, default=REPO / "solutions")
+
+    p_grade = sub.add_parser("grade", help="autograde submissions in nbgrader's layout")
+    p_grade.add_argument("submitted", type=Path,
+                         help="folder of <student>/<assignment>/<notebook>.ipynb")
+    p_grade.add_argument("--out", type=Path, required=True)
+    p_grade.add_argument("--solutions", type=Path, default=REPO / "solutions")
+
+    args = parser.parse_args(argv)
+    try:
+        return _COMMANDS[args.command](args)
+    except SourceError as exc:
+        print(f"racelab: broken lesson source: {exc}", file=sys.stderr)
+        return 2
+
+
+def _paths(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--solutions", type=Path, default=REPO / "solutions")
+    p.add_argument("--notebooks", type=Path, default=REPO / "notebooks")
+    p.add_argument("--course", type=Path, default=REPO / "build" / "course",
+                   help="the nbgrader course directory to write")
+
+
+def _build(args: argparse.Namespace) -> int:
+    from autograder.pipeline.build import build, stale_notebooks
+
+    if args.check:
+        problems = stale_notebooks(args.solutions, args.notebooks)
+        for line in problems:
+            print(line, file=sys.stderr)
+        if problems:
+            print("racelab build --check: notebooks/ is out of date; run `make build`",
+                  file=sys.stderr)
+            return 1
+        print("racelab build --check: notebooks/ matches solutions/")
+        return 0
+    course = build(args.solutions, args.notebooks, args.course)
+    for lesson in course.lessons:
+        print(f"built {args.notebooks / (lesson.name + '.ipynb')}")
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from autograder.pipeline.demo import run_demo
+
+    return run_demo(args.demo_dir, args.solutions, args.out)
+
+
+def _grade(args: argparse.Namespace) -> int:
+    from autograder.pipeline.course import make_course
+    from autograder.pipeline.grade import grade_submissions, print_table
+
+    course = make_course(args.solutions, args.out / "course")
+    rows = grade_submissions(args.submitted, course, args.out)
+    print_table(rows)
+    return 0
+
+
+_COMMANDS = {"build": _build, "demo": _demo, "grade": _grade}
+
+if __name__ == "__main__":
+    sys.exit(main())

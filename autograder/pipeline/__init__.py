@@ -1,0 +1,1 @@
+"""Course build and grading: jupytext sources -> nbgrader course -> grades and feedback."""

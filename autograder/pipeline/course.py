@@ -1,0 +1,127 @@
+"""An nbgrader course directory made from the lesson sources.
+
+The course directory is a build product (``build/course`` by default): ``source/`` holds the
+nbgrader source notebooks converted from ``solutions/``, ``release/`` the student versions that
+``nbgrader generate_assignment`` writes, and ``gradebook.db`` the gradebook it fills with every
+graded cell, which autograding needs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from autograder.pipeline.source import Lesson, find_lessons, read_lesson
+
+COURSE_ID = "racelab"
+
+
+class BuildError(RuntimeError):
+    """nbgrader could not generate a lesson; the message names the lesson and nbgrader's log."""
+
+
+@dataclass(frozen=True)
+class Course:
+    """An nbgrader course directory.
+
+    Attributes:
+        root: The course directory.
+        lessons: The lessons it holds, in order.
+    """
+
+    root: Path
+    lessons: tuple[Lesson, ...]
+
+    @property
+    def db_url(self) -> str:
+        """SQLAlchemy URL of the gradebook (a server database can replace it at scale)."""
+        return f"sqlite:///{(self.root / 'gradebook.db').resolve()}"
+
+    def release_notebook(self, lesson: Lesson) -> Path:
+        """The student notebook nbgrader generated for ``lesson``."""
+        return self.root / "release" / lesson.name / f"{lesson.name}.ipynb"
+
+    def api(self, **config: object):
+        """An in-process ``NbGraderAPI`` on this course, with extra ``Class.trait`` config."""
+        from nbgrader.apps import NbGraderAPI
+        from nbgrader.coursedir import CourseDirectory
+        from traitlets.config import Config
+
+        cfg = Config()
+        cfg.CourseDirectory.root = str(self.root.resolve())
+        cfg.CourseDirectory.course_id = COURSE_ID
+        cfg.CourseDirectory.db_url = self.db_url
+        cfg.Exchange.root = str((self.root / "exchange").resolve())
+        for dotted, value in config.items():
+            section, trait = dotted.split(".", 1)
+            cfg[section][trait] = value
+        return NbGraderAPI(coursedir=CourseDirectory(config=cfg), config=cfg)
+
+
+def make_course(solutions_dir: Path, root: Path) -> Course:
+    """Convert every lesson source and generate its student version with nbgrader.
+
+    Args:
+        solutions_dir: Folder of ``NN_name.py`` lesson sources.
+        root: Course directory to (re)write; its gradebook is recreated.
+
+    Returns:
+        The course, with ``release/`` and the gradebook filled.
+
+    Raises:
+        SourceError: A lesson source is malformed (file and cell named).
+        BuildError: nbgrader failed on a lesson.
+    """
+    lessons = tuple(find_lessons(solutions_dir))
+    notebooks = {lesson: read_lesson(lesson) for lesson in lessons}  # validate all before writing
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "gradebook.db").unlink(missing_ok=True)
+    course = Course(root, lessons)
+    (root / "nbgrader_config.py").write_text(_config_text(course), encoding="utf-8")
+    for lesson, notebook in notebooks.items():
+        target = root / "source" / lesson.name / f"{lesson.name}.ipynb"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(notebook, target)
+    with nbgrader_environment():
+        api = course.api()
+        for lesson in lessons:
+            outcome = api.generate_assignment(lesson.name, force=True, create=True)
+            if not outcome["success"]:
+                raise BuildError(
+                    f"nbgrader generate_assignment failed for {lesson.path}:\n"
+                    f"{outcome.get('error', '')}\n{outcome.get('log', '')}"
+                )
+    return course
+
+
+def _config_text(course: Course) -> str:
+    return (
+        "c = get_config()  # noqa: F821\n"
+        f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
+        f"c.CourseDirectory.db_url = {course.db_url!r}\n"
+    )
+
+
+@contextlib.contextmanager
+def nbgrader_environment() -> Iterator[None]:
+    """Let nbgrader find its helper programs (``alembic``) and keep its logging quiet."""
+    bin_dir = str(Path(sys.executable).parent)
+    old_path = os.environ.get("PATH", "")
+    os.environ["PATH"] = bin_dir + os.pathsep + old_path
+    logging.getLogger("traitlets").setLevel(logging.WARNING)
+    try:
+        with warnings.catch_warnings():
+            # nbgrader 0.9.6's gradebook trips SQLAlchemy 2 autoflush warnings; they are noise.
+            warnings.filterwarnings("ignore", module="nbgrader")
+            warnings.filterwarnings("ignore", message=".*not in session.*")
+            yield
+    finally:
+        os.environ["PATH"] = old_path
