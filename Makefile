@@ -13,7 +13,7 @@ PYTHON ?= $(shell for p in /usr/bin/python3 python3.11 python3.12 python3.13 pyt
 export TF_CPP_MIN_LOG_LEVEL := 2
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: help setup demo test build lab bench lint clean
+.PHONY: help setup sandbox demo test build lab bench lint clean
 
 help:
 	@echo "make demo   build the course and autograde the bundled demo class (prints scores)"
@@ -23,7 +23,7 @@ help:
 	@echo "make bench  harness benchmark: schedules and seconds to a verdict per subject"
 	@echo "make lint   ruff"
 
-setup: $(STAMP)
+setup: $(STAMP) sandbox
 
 $(STAMP): pyproject.toml
 	@if [ -z "$(PYTHON)" ]; then \
@@ -36,10 +36,20 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	@touch $(STAMP)
 
-demo: $(STAMP)
+# Grading kernels run inside bubblewrap (Debian package); installed here when missing.
+SANDBOX := $(shell command -v bwrap 2>/dev/null)
+sandbox:
+ifeq ($(SANDBOX),)
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "Installing bubblewrap (the grading sandbox)"; \
+	  (apt-get update -qq && apt-get install -y -qq bubblewrap) >/dev/null; \
+	else echo "Grading needs bubblewrap: sudo apt-get install bubblewrap" >&2; exit 1; fi
+endif
+
+demo: $(STAMP) sandbox
 	$(VENV)/bin/racelab demo
 
-test: $(STAMP)
+test: $(STAMP) sandbox
 	$(PY) -m pytest
 
 build: $(STAMP)

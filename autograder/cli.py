@@ -33,6 +33,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                          help="folder of <student>/<assignment>/<notebook>.ipynb")
     p_grade.add_argument("--out", type=Path, required=True)
     p_grade.add_argument("--solutions", type=Path, default=REPO / "solutions")
+    _grading_options(p_grade)
+    _grading_options(p_demo)
+
+    p_validate = sub.add_parser("validate", help="the grader's verdict on one notebook")
+    p_validate.add_argument("notebook", type=Path, help="a lesson notebook, e.g. 01_warmup.ipynb")
+    p_validate.add_argument("--solutions", type=Path, default=REPO / "solutions")
+    p_validate.add_argument("--no-sandbox", action="store_true",
+                            help="run the kernel without bubblewrap (trusted notebooks only)")
 
     args = parser.parse_args(argv)
     try:
@@ -40,6 +48,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SourceError as exc:
         print(f"racelab: broken lesson source: {exc}", file=sys.stderr)
         return 2
+
+
+def _grading_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--workers", type=int, default=None,
+                   help="parallel grading processes (default: number of CPU cores)")
+    p.add_argument("--cell-timeout", type=int, default=120, help="seconds one cell may run")
+    p.add_argument("--memory-mb", type=int, default=3000, help="memory cap of one kernel")
+    p.add_argument("--no-sandbox", action="store_true",
+                   help="run kernels without bubblewrap (trusted notebooks only)")
+
+
+def _limits(args: argparse.Namespace):
+    from autograder.pipeline.job import Limits
+
+    return Limits(cell_timeout_s=args.cell_timeout, memory_mb=args.memory_mb,
+                  sandbox=not args.no_sandbox)
 
 
 def _paths(p: argparse.ArgumentParser) -> None:
@@ -71,7 +95,8 @@ def _build(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from autograder.pipeline.demo import run_demo
 
-    return run_demo(args.demo_dir, args.solutions, args.out)
+    return run_demo(args.demo_dir, args.solutions, args.out, workers=args.workers,
+                    limits=_limits(args))
 
 
 def _grade(args: argparse.Namespace) -> int:
@@ -79,12 +104,20 @@ def _grade(args: argparse.Namespace) -> int:
     from autograder.pipeline.grade import grade_submissions, print_table
 
     course = make_course(args.solutions, args.out / "course")
-    rows = grade_submissions(args.submitted, course, args.out)
+    rows = grade_submissions(args.submitted, course, args.out, workers=args.workers,
+                             limits=_limits(args))
     print_table(rows)
+    print(f"\ngrades: {args.out / 'grades.csv'}  feedback: {args.out / 'feedback'}")
     return 0
 
 
-_COMMANDS = {"build": _build, "demo": _demo, "grade": _grade}
+def _validate(args: argparse.Namespace) -> int:
+    from autograder.pipeline.validate import validate_notebook
+
+    return validate_notebook(args.notebook, args.solutions, sandbox=not args.no_sandbox)
+
+
+_COMMANDS = {"build": _build, "demo": _demo, "grade": _grade, "validate": _validate}
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -66,12 +66,13 @@ class Course:
         return NbGraderAPI(coursedir=CourseDirectory(config=cfg), config=cfg)
 
 
-def make_course(solutions_dir: Path, root: Path) -> Course:
+def make_course(solutions_dir: Path, root: Path, *, only: str | None = None) -> Course:
     """Convert every lesson source and generate its student version with nbgrader.
 
     Args:
         solutions_dir: Folder of ``NN_name.py`` lesson sources.
         root: Course directory to (re)write; its gradebook is recreated.
+        only: Build just this lesson (by name).
 
     Returns:
         The course, with ``release/`` and the gradebook filled.
@@ -80,7 +81,7 @@ def make_course(solutions_dir: Path, root: Path) -> Course:
         SourceError: A lesson source is malformed (file and cell named).
         BuildError: nbgrader failed on a lesson.
     """
-    lessons = tuple(find_lessons(solutions_dir))
+    lessons = tuple(x for x in find_lessons(solutions_dir) if only in (None, x.name))
     notebooks = {lesson: read_lesson(lesson) for lesson in lessons}  # validate all before writing
     root.mkdir(parents=True, exist_ok=True)
     (root / "gradebook.db").unlink(missing_ok=True)

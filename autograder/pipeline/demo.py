@@ -15,6 +15,7 @@ import nbformat
 
 from autograder.pipeline.course import Course, make_course
 from autograder.pipeline.grade import grade_submissions, print_table
+from autograder.pipeline.job import Limits
 
 _ANSWER_HEADER = re.compile(r"^# %% (?P<grade_id>[a-z][a-z0-9_]*)\s*$")
 
@@ -71,11 +72,12 @@ def make_submissions(demo_dir: Path, course: Course, submitted: Path) -> None:
                 fill_answers(course.release_notebook(lesson), filled, target)
 
 
-def run_demo(demo_dir: Path, solutions: Path, out: Path) -> int:
+def run_demo(demo_dir: Path, solutions: Path, out: Path, *, workers: int | None = None,
+             limits: Limits | None = None) -> int:
     """Grade the demo class into ``out`` and print the table; returns an exit code."""
     course = make_course(solutions, out / "course")
     make_submissions(demo_dir, course, out / "submitted")
-    rows = grade_submissions(out / "submitted", course, out)
+    rows = grade_submissions(out / "submitted", course, out, workers=workers, limits=limits)
     print_table(rows)
     print(f"\ngrades: {out / 'grades.csv'}")
     return 0

@@ -1,34 +1,42 @@
-"""Autograde submissions with nbgrader and report a row per student and assignment.
+"""`racelab grade`: autograde a class in parallel, resumably, into grades, feedback and gradebook.
 
-Grading one submission is :func:`grade_one`: the course (release + gradebook) and one
-submitted notebook folder in, one :class:`GradeRow` out. ``grade_submissions`` runs it over a
-class; a cluster can run the same job per submission.
+Each (student, assignment) is one :mod:`autograder.pipeline.job` run in its own process, with
+its own folder under ``OUT/jobs``. A finished job leaves ``result.json``; a re-run after an
+interruption skips every job whose result is there and whose inputs did not change, so no grade
+is lost or duplicated. The parent then writes ``OUT/grades.csv``, ``OUT/feedback/`` and the
+nbgrader gradebook ``OUT/gradebook.db`` from the results alone.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
+import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from autograder.pipeline.course import Course, nbgrader_environment
-
-CELL_TIMEOUT_S = 120
-"""Wall time one cell may take before nbgrader interrupts it (nbgrader's default is 30 s)."""
+from autograder.pipeline.job import Job, JobResult, Limits
 
 
 @dataclass(frozen=True)
 class GradeRow:
-    """One student's result on one assignment.
+    """One student's result on one assignment (a row of ``grades.csv``).
 
     Attributes:
         student: nbgrader student id (the submission folder's name).
         assignment: The lesson's assignment name.
         score: Points earned.
         max_score: Points available.
-        status: ``graded``, ``not-submitted`` or ``error``.
-        detail: Per-exercise points (``test_warmup_entry_point=0/2``) or the error.
+        status: graded, timeout, kernel-died, invalid-notebook, tampered, missing-cells or
+            not-submitted.
+        detail: Points per test cell, then the first grader note when the status is not graded.
     """
 
     student: str
@@ -39,64 +47,180 @@ class GradeRow:
     detail: str
 
 
-def grade_submissions(submitted: Path, course: Course, out: Path) -> list[GradeRow]:
-    """Autograde every submission against ``course`` and write ``out/grades.csv``.
+def plan_jobs(submitted: Path, course: Course, out: Path, limits: Limits) -> list[Job]:
+    """One job per student folder and lesson; a missing notebook gets no job (not-submitted)."""
+    jobs = []
+    for student in sorted(p.name for p in submitted.iterdir() if p.is_dir()):
+        for lesson in course.lessons:
+            notebook = submitted / student / lesson.name / f"{lesson.name}.ipynb"
+            if notebook.exists():
+                jobs.append(Job(student, lesson.name, str(notebook.resolve()),
+                                str(course.release_notebook(lesson).resolve()),
+                                str(course.root.resolve()),
+                                str((out / "jobs" / student / lesson.name).resolve()), limits))
+    return jobs
+
+
+def grade_submissions(submitted: Path, course: Course, out: Path, *, workers: int | None = None,
+                      limits: Limits | None = None, progress: bool = True) -> list[GradeRow]:
+    """Grade every submission in ``submitted`` against ``course``; write everything to ``out``.
 
     Args:
         submitted: Folder in nbgrader's layout ``<student>/<assignment>/<notebook>.ipynb``.
-        course: The built course (release and gradebook), see :func:`make_course`.
-        out: Output folder for ``grades.csv``.
+        course: The built course (release and gradebook template), see ``make_course``.
+        out: Output folder: ``grades.csv``, ``feedback/``, ``gradebook.db``, ``jobs/``.
+        workers: Parallel grading processes (default: the number of CPU cores).
+        limits: Per-kernel limits.
+        progress: Show a progress bar with ETA on stderr.
 
     Returns:
-        A row per student and assignment of the course, sorted by student then assignment.
+        A row per student folder and lesson, sorted by student then assignment.
     """
+    limits = limits or Limits()
+    jobs = plan_jobs(submitted, course, out, limits)
+    results = _run_all(jobs, workers or os.cpu_count() or 1, progress)
     students = sorted(p.name for p in submitted.iterdir() if p.is_dir())
-    rows = [
-        grade_one(course, student, lesson.name, submitted / student / lesson.name)
-        for student in students
-        for lesson in course.lessons
-    ]
+    rows = []
+    for student in students:
+        for lesson in course.lessons:
+            result = results.get((student, lesson.name))
+            rows.append(_row(result) if result else
+                        GradeRow(student, lesson.name, 0.0, _max_score(course, lesson.name),
+                                 "not-submitted", ""))
     write_csv(rows, out / "grades.csv")
+    _write_gradebook(course, out / "gradebook.db", results.values())
+    _collect_feedback(jobs, results, out / "feedback")
     return rows
 
 
-def grade_one(course: Course, student: str, assignment: str, folder: Path) -> GradeRow:
-    """Autograde one student's folder for one assignment against ``course``."""
-    max_score = _max_score(course, assignment)
-    if not any(folder.glob("*.ipynb")):
-        return GradeRow(student, assignment, 0.0, max_score, "not-submitted", "")
-    target = course.root / "submitted" / student / assignment
-    if target.exists():
-        shutil.rmtree(target)
-    shutil.copytree(folder, target)
-    with nbgrader_environment():
-        api = course.api(**{"ExecutePreprocessor.timeout": CELL_TIMEOUT_S})
-        outcome = api.autograde(assignment, student, force=True, create=True)
-    if not outcome["success"]:
-        error = (outcome.get("error") or "").strip().splitlines()
-        return GradeRow(student, assignment, 0.0, max_score, "error",
-                        error[-1] if error else "nbgrader autograde failed")
-    return _row_from_gradebook(course, student, assignment)
+def _fingerprint(job: Job) -> str:
+    digest = hashlib.sha256()
+    for path in (job.submission, job.release, str(Path(job.course) / "gradebook.db")):
+        digest.update(Path(path).read_bytes())
+    digest.update(json.dumps(asdict(job.limits), sort_keys=True).encode())
+    return digest.hexdigest()
+
+
+def _finished(job: Job) -> JobResult | None:
+    """The stored result of ``job`` when it exists and was made from the same inputs."""
+    workdir = Path(job.workdir)
+    done = workdir.parent / f"{workdir.name}.done.json"
+    if not done.exists():
+        return None
+    stored = json.loads(done.read_text(encoding="utf-8"))
+    if stored.get("fingerprint") != _fingerprint(job):
+        return None
+    return JobResult(**stored["result"])
+
+
+def _run_all(jobs: list[Job], workers: int, progress: bool) -> dict[tuple[str, str], JobResult]:
+    from tqdm import tqdm
+
+    results = {}
+    todo = []
+    for job in jobs:
+        stored = _finished(job)
+        if stored is None:
+            todo.append(job)
+        else:
+            results[(job.student, job.assignment)] = stored
+    bar = tqdm(total=len(jobs), initial=len(jobs) - len(todo), unit="notebook",
+               desc="grading", disable=not progress, file=sys.stderr)
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        futures = {pool.submit(run_in_process, job): job for job in todo}
+        for future in as_completed(futures):
+            job = futures[future]
+            result = future.result()
+            results[(job.student, job.assignment)] = result
+            _mark_finished(job, result)
+            bar.update(1)
+    bar.close()
+    return results
+
+
+def _mark_finished(job: Job, result: JobResult) -> None:
+    workdir = Path(job.workdir)
+    done = workdir.parent / f"{workdir.name}.done.json"
+    tmp = done.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"fingerprint": _fingerprint(job), "result": asdict(result)},
+                              indent=1), encoding="utf-8")
+    tmp.replace(done)  # atomic: a result is either wholly there or not at all
+
+
+def run_in_process(job: Job) -> JobResult:
+    """Run ``job`` in a fresh Python process, killing it (and its kernel) at the job timeout."""
+    workdir = Path(job.workdir)
+    workdir.parent.mkdir(parents=True, exist_ok=True)
+    spec = workdir.parent / f"{workdir.name}.job.json"
+    spec.write_text(job.to_json(), encoding="utf-8")
+    log = workdir.parent / f"{workdir.name}.log"
+    with log.open("wb") as handle:
+        process = subprocess.Popen([sys.executable, "-m", "autograder.pipeline.job", str(spec)],
+                                   stdout=handle, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+        try:
+            process.wait(timeout=job.limits.job_timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            return _failed(job, "timeout",
+                           f"grading this notebook took over {job.limits.job_timeout_s} s")
+    result_file = workdir / "result.json"
+    if process.returncode != 0 or not result_file.exists():
+        return _failed(job, "kernel-died",
+                       f"the grader crashed on this notebook (exit {process.returncode}); "
+                       f"see {log}")
+    return JobResult(**json.loads(result_file.read_text(encoding="utf-8")))
+
+
+def _failed(job: Job, status: str, reason: str) -> JobResult:
+    return JobResult(job.student, job.assignment, Path(job.submission).stem, status,
+                     detail=reason, notes=[reason])
+
+
+def _row(result: JobResult) -> GradeRow:
+    return GradeRow(result.student, result.assignment, result.score, result.max_score,
+                    result.status, result.detail)
 
 
 def _max_score(course: Course, assignment: str) -> float:
     from nbgrader.api import Gradebook
 
-    with Gradebook(course.db_url) as gb:
+    with nbgrader_environment(), Gradebook(course.db_url) as gb:
         return float(gb.find_assignment(assignment).max_score)
 
 
-def _row_from_gradebook(course: Course, student: str, assignment: str) -> GradeRow:
-    from nbgrader.api import Gradebook
+def _write_gradebook(course: Course, path: Path, results) -> None:
+    """Record every result in an nbgrader gradebook (a copy of the course's, for formgrader)."""
+    from nbgrader.api import Gradebook, MissingEntry
 
-    with Gradebook(course.db_url) as gb:
-        submission = gb.find_submission(assignment, student)
-        parts = []
-        for notebook in submission.notebooks:
-            for grade in sorted(notebook.grades, key=lambda g: g.name):
-                parts.append(f"{grade.name}={_fmt(grade.score)}/{_fmt(grade.max_score)}")
-        return GradeRow(student, assignment, float(submission.score),
-                        float(submission.max_score), "graded", " ".join(parts))
+    tmp = path.with_suffix(".tmp")
+    shutil.copyfile(course.root / "gradebook.db", tmp)
+    with nbgrader_environment(), Gradebook(f"sqlite:///{tmp.resolve()}") as gb:
+        for result in results:
+            gb.update_or_create_student(result.student)
+            gb.update_or_create_submission(result.assignment, result.student)
+            for gid, (score, _, _) in result.cells.items():
+                try:
+                    grade = gb.find_grade(gid, result.notebook, result.assignment,
+                                          result.student)
+                except MissingEntry:
+                    continue
+                grade.auto_score = score
+                grade.manual_score = None
+                grade.needs_manual_grade = False
+            gb.db.commit()
+    tmp.replace(path)
+
+
+def _collect_feedback(jobs: list[Job], results, feedback_dir: Path) -> None:
+    for job in jobs:
+        result = results[(job.student, job.assignment)]
+        html = Path(job.workdir) / "feedback.html"
+        if html.exists():
+            target = feedback_dir / job.student / job.assignment / f"{result.notebook}.html"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(html, target)
 
 
 def write_csv(rows: list[GradeRow], path: Path) -> None:
