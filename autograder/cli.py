@@ -42,6 +42,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_validate.add_argument("--no-sandbox", action="store_true",
                             help="run the kernel without bubblewrap (trusted notebooks only)")
 
+    for name, what in (("release", "release lessons to nbgrader's exchange"),
+                       ("collect", "collect submissions from the exchange into the course")):
+        p_x = sub.add_parser(name, help=what)
+        p_x.add_argument("assignments", nargs="*", help="lesson names (default: all)")
+        p_x.add_argument("--exchange", type=Path, default=REPO / "build" / "exchange",
+                         help="nbgrader exchange root shared with the students")
+        p_x.add_argument("--course", type=Path, default=REPO / "build" / "course")
+        p_x.add_argument("--solutions", type=Path, default=REPO / "solutions")
+
     args = parser.parse_args(argv)
     try:
         return _COMMANDS[args.command](args)
@@ -117,7 +126,29 @@ def _validate(args: argparse.Namespace) -> int:
     return validate_notebook(args.notebook, args.solutions, sandbox=not args.no_sandbox)
 
 
-_COMMANDS = {"build": _build, "demo": _demo, "grade": _grade, "validate": _validate}
+def _release(args: argparse.Namespace) -> int:
+    from autograder.pipeline.course import make_course
+    from autograder.pipeline.exchange import release
+
+    course = make_course(args.solutions, args.course)
+    for name in release(course, args.exchange, args.assignments or None):
+        print(f"released {name} to {args.exchange}")
+    return 0
+
+
+def _collect(args: argparse.Namespace) -> int:
+    from autograder.pipeline.course import Course
+    from autograder.pipeline.exchange import collect
+    from autograder.pipeline.source import find_lessons
+
+    course = Course(args.course, tuple(find_lessons(args.solutions)))
+    submitted = collect(course, args.exchange, args.assignments or None)
+    print(f"collected into {submitted}; grade with: racelab grade {submitted} --out OUT")
+    return 0
+
+
+_COMMANDS = {"build": _build, "demo": _demo, "grade": _grade, "validate": _validate,
+             "release": _release, "collect": _collect}
 
 if __name__ == "__main__":
     sys.exit(main())

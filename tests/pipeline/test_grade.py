@@ -27,7 +27,8 @@ LIMITS = Limits(cell_timeout_s=8, memory_mb=800, job_timeout_s=120)
 ANSWERS = {
     "good": GOOD,
     "wrong": "def add(a, b):\n    return a - b",
-    "deadlock": GOOD + "\nimport threading\nlock = threading.Lock()\nlock.acquire()\nlock.acquire()",
+    "deadlock": GOOD + "\nimport threading\nlock = threading.Lock()\nlock.acquire()\n"
+    "lock.acquire()",
     "exits": GOOD + "\nimport os\nos._exit(3)",
     "raises": GOOD + "\nraise RuntimeError('oops')",
     "hog": GOOD + "\nhog = bytearray(1500 * 2**20)\nimport time\ntime.sleep(5)",

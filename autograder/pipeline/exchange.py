@@ -1,0 +1,43 @@
+"""`racelab release` and `racelab collect`: nbgrader's exchange, on the built course.
+
+Release copies each lesson's student notebook into the exchange (``EXCHANGE/racelab/outbound``),
+where students fetch it (JupyterLab's Assignments panel or ``nbgrader fetch_assignment``) and
+submit it back to ``inbound``. Collect moves the newest submission of every student into the
+course's ``submitted/<student>/<assignment>/``, ready for ``racelab grade``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from autograder.pipeline.course import Course, nbgrader_environment
+
+
+class ExchangeError(RuntimeError):
+    """nbgrader's exchange refused a release or collect; the message carries its log."""
+
+
+def _run(course: Course, exchange: Path, action: str, assignments: list[str]) -> None:
+    exchange.mkdir(parents=True, exist_ok=True)
+    with nbgrader_environment():
+        api = course.api(**{"Exchange.root": str(exchange.resolve())})
+        for name in assignments:
+            call = getattr(api, action)
+            outcome = call(name) if action == "release_assignment" else call(name, update=True)
+            if not outcome["success"]:
+                raise ExchangeError(f"nbgrader {action} {name} failed:\n"
+                                    f"{outcome.get('error', '')}\n{outcome.get('log', '')}")
+
+
+def release(course: Course, exchange: Path, assignments: list[str] | None = None) -> list[str]:
+    """Release ``assignments`` (default: every lesson) to ``exchange``; returns their names."""
+    names = assignments or [lesson.name for lesson in course.lessons]
+    _run(course, exchange, "release_assignment", names)
+    return names
+
+
+def collect(course: Course, exchange: Path, assignments: list[str] | None = None) -> Path:
+    """Collect submissions of ``assignments`` into the course; returns its ``submitted/``."""
+    names = assignments or [lesson.name for lesson in course.lessons]
+    _run(course, exchange, "collect", names)
+    return course.root / "submitted"
