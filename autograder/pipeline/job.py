@@ -357,6 +357,9 @@ def _zero_broken_answers(executed: nbformat.NotebookNode, structure: _Structure,
         if error.get("ename") == "CellTimeoutError":
             reason = f"answer cell {gid} did not finish within the time limit (a deadlock?)"
             result.status = "timeout" if result.status == "graded" else result.status
+        elif error.get("ename") == "TamperingError":
+            reason = f"answer cell {gid} tried to change the grader's tools: {error.get('evalue')}"
+            result.status = "tampered"
         elif error.get("ename") == "NotImplementedError":
             reason = f"answer cell {gid} is not answered yet"
         else:

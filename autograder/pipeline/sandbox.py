@@ -93,6 +93,7 @@ def kernel_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
         "TF_CPP_MIN_LOG_LEVEL": "2",
         "PYTHONDONTWRITEBYTECODE": "1",
         "MPLCONFIGDIR": "/tmp/matplotlib",
+        "PYTHONSTARTUP": str(Path(__file__).with_name("kernel_startup.py")),
     }
     env.update(extra or {})
     return env

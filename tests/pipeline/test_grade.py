@@ -225,7 +225,15 @@ def test_rerun_grades_only_what_is_missing_or_changed(graded, monkeypatch):
 
 def test_read_answers_splits_cells_by_grade_id(tmp_path):
     (tmp_path / "a.py").write_text("# a comment\n# %% ex_one\nx = 1\n\n# %% ex_two\ny = 2\n")
-    assert read_answers(tmp_path / "a.py") == {"ex_one": "x = 1", "ex_two": "y = 2"}
+    assert read_answers(tmp_path / "a.py").answers == {"ex_one": "x = 1", "ex_two": "y = 2"}
+
+
+def test_read_answers_reads_base_edits_and_deletions(tmp_path):
+    (tmp_path / "a.py").write_text("# base: correct\n# %% edit test_one\npass\n"
+                                   "# %% delete test_two\n# %% ex_three\nz = 3\n")
+    found = read_answers(tmp_path / "a.py")
+    assert (found.base, found.edits, found.deletions, found.answers) == (
+        "correct", {"test_one": "pass"}, ["test_two"], {"ex_three": "z = 3"})
 
 
 def test_read_answers_rejects_code_before_any_header(tmp_path):
@@ -245,8 +253,20 @@ def test_demo_layout_fills_answers_and_submits_unfilled_when_absent(graded, tmp_
     (demo / "good").mkdir(parents=True)
     (demo / "good/99_tiny.py").write_text(f"# %% ex_tiny_add\n{GOOD}\n")
     (demo / "empty").mkdir()
+    (demo / "cheat").mkdir()
+    (demo / "cheat/99_tiny.py").write_text("# base: good\n# %% edit test_tiny_add\npass\n")
+    (demo / "quitter").mkdir()
+    (demo / "quitter/99_tiny.py").write_text("# base: good\n# %% delete test_tiny_add\n")
+    (demo / "elsewhere").mkdir()
+    (demo / "elsewhere/ONLY").write_text("01_other\n")
     make_submissions(demo, graded["course"], tmp_path / "submitted")
-    good = nbformat.read(tmp_path / "submitted/good/99_tiny/99_tiny.ipynb", as_version=4)
-    empty = nbformat.read(tmp_path / "submitted/empty/99_tiny/99_tiny.ipynb", as_version=4)
-    assert {c.id: c.source for c in good.cells}["ex_tiny_add"] == GOOD
-    assert "NotImplementedError" in {c.id: c.source for c in empty.cells}["ex_tiny_add"]
+
+    def cells(student):
+        path = tmp_path / f"submitted/{student}/99_tiny/99_tiny.ipynb"
+        return {c.id: c.source for c in nbformat.read(path, as_version=4).cells}
+
+    assert cells("good")["ex_tiny_add"] == GOOD
+    assert "NotImplementedError" in cells("empty")["ex_tiny_add"]
+    assert (cells("cheat")["ex_tiny_add"], cells("cheat")["test_tiny_add"]) == (GOOD, "pass")
+    assert cells("quitter")["ex_tiny_add"] == GOOD and "test_tiny_add" not in cells("quitter")
+    assert not (tmp_path / "submitted/elsewhere/99_tiny").exists()
