@@ -13,12 +13,14 @@ PYTHON ?= $(shell for p in /usr/bin/python3 python3.11 python3.12 python3.13 pyt
 export TF_CPP_MIN_LOG_LEVEL := 2
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: help setup sandbox demo test build lab bench lint clean
+.PHONY: help setup sandbox chromium demo test build lab instructor-lab tensorboard bench lint clean
 
 help:
 	@echo "make demo   build the course and autograde the bundled demo class (prints scores)"
 	@echo "make test   run the whole test suite"
-	@echo "make lab    JupyterLab on notebooks/"
+	@echo "make lab    JupyterLab on notebooks/ (class mode: make lab EXCHANGE=DIR [STUDENT=id])"
+	@echo "make instructor-lab  JupyterLab with Formgrader on build/course"
+	@echo "make tensorboard     TensorBoard (with the profiler) on lesson 06's traces"
 	@echo "make build  regenerate notebooks/ from solutions/"
 	@echo "make bench  harness benchmark: schedules and seconds to a verdict per subject"
 	@echo "make lint   ruff"
@@ -46,17 +48,34 @@ ifeq ($(SANDBOX),)
 	else echo "Grading needs bubblewrap: sudo apt-get install bubblewrap" >&2; exit 1; fi
 endif
 
+# The browser test drives Debian's chromium (never a downloaded browser); installed when missing.
+CHROMIUM := $(shell command -v chromium 2>/dev/null)
+chromium:
+ifeq ($(CHROMIUM),)
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "Installing chromium (the browser the end-to-end test drives)"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null; \
+	else echo "The browser test needs Debian's chromium: sudo apt-get install chromium" >&2; exit 1; fi
+endif
+
 demo: $(STAMP) sandbox
 	$(VENV)/bin/racelab demo
 
-test: $(STAMP) sandbox
+test: $(STAMP) sandbox chromium
 	$(PY) -m pytest
 
 build: $(STAMP)
 	$(VENV)/bin/racelab build
 
-lab: $(STAMP)
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
+lab: $(STAMP) sandbox
+	$(PY) -m autograder.lab student $(if $(EXCHANGE),--exchange $(EXCHANGE)) $(if $(STUDENT),--student $(STUDENT))
+
+instructor-lab: $(STAMP) sandbox
+	$(PY) -m autograder.lab instructor $(if $(EXCHANGE),--exchange $(EXCHANGE))
+
+TRACES ?= notebooks/logs
+tensorboard: $(STAMP)
+	$(VENV)/bin/tensorboard --logdir $(TRACES) --host 127.0.0.1
 
 bench: $(STAMP)
 	$(PY) benchmarks/harness_bench.py

@@ -30,6 +30,7 @@ from autograder.pipeline.course import COURSE_ID, nbgrader_environment
 TAMPER_PHRASE = "the race detector's own tools were replaced"
 """Text the harness puts in a check's message when code under test replaced its tools."""
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS\n?", re.DOTALL)
 
 
@@ -206,6 +207,7 @@ def _grade(job: Job, submitted: nbformat.NotebookNode, release: nbformat.Noteboo
         return
     executed = nbformat.read(autograded, as_version=4)
     scores = _gradebook_scores(course, job, result.notebook)
+    _explain_failures(executed, scores)
     _zero_broken_answers(executed, structure, scores, result)
     _tamper_in_outputs(executed, result)
     result.cells = {gid: list(scores.get(gid, (0.0, pts, "cell deleted")))
@@ -344,6 +346,23 @@ def _gradebook_scores(course: Path, job: Job, notebook: str) -> dict[str, tuple]
 
 def _errors(cell: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
     return [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+
+
+def error_text(cell: nbformat.NotebookNode) -> str:
+    """The last error a cell raised, as ``Name: message`` without terminal colours; or ""."""
+    errors = _errors(cell)
+    if not errors:
+        return ""
+    name, value = errors[-1].get("ename", ""), errors[-1].get("evalue", "")
+    return _ANSI.sub("", f"{name}: {value}" if value else name)
+
+
+def _explain_failures(executed: nbformat.NotebookNode, scores: dict[str, tuple]) -> None:
+    """Give each failed test the error its cell raised as the reason (the check's message)."""
+    for cell in executed.cells:
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if gid in scores and scores[gid][2] == "failed" and error_text(cell):
+            scores[gid] = (*scores[gid][:2], error_text(cell))
 
 
 def _zero_broken_answers(executed: nbformat.NotebookNode, structure: _Structure,

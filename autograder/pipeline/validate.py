@@ -1,38 +1,161 @@
 """`racelab validate`: the grader's own verdict on one notebook, for students and CI.
 
 It runs exactly the grading job (sandboxed kernel, hidden tests restored from the gradebook,
-answer cells that raise or hang scoring 0) and prints each test's points and the grader's
-notes. The exit code is 1 unless every test passes.
+answer cells that raise or hang scoring 0) on one notebook and returns a :class:`Verdict`: each
+test's points, and for a failing test the check's explanation and the interleaving figure it
+displayed, read from the notebook the grader executed (never test code, so hidden tests stay
+hidden). ``racelab validate`` prints it; JupyterLab's Validate button shows it
+(:mod:`autograder.lab`). The exit code is 1 unless every test passes.
 """
 
 from __future__ import annotations
 
+import json
 import tempfile
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import nbformat
+
 from autograder.pipeline.course import make_course
-from autograder.pipeline.job import Job, Limits, run_job
+from autograder.pipeline.job import Job, Limits, error_text, run_job
+
+STUDENT = "validate"
+"""The student id the verdict's grading job runs under (as in ``racelab validate``)."""
 
 
-def validate_notebook(notebook: Path, solutions: Path, *, sandbox: bool = True) -> int:
-    """Grade ``notebook`` (named after its lesson) and print the verdict; returns the exit code."""
+@dataclass
+class CellVerdict:
+    """One test cell's outcome.
+
+    Attributes:
+        grade_id: The test cell's grade_id.
+        score: Points earned.
+        points: Points available.
+        reason: The grader's reason (``passed``, ``failed``, or why an answer scored 0).
+        explanation: The error the check raised (``AssertionError: ...``), when it raised.
+        figures: PNG images (base64) the test cell displayed, e.g. the failing interleaving.
+    """
+
+    grade_id: str
+    score: float
+    points: float
+    reason: str
+    explanation: str = ""
+    figures: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        """True when the test earned all its points."""
+        return self.score == self.points
+
+
+@dataclass
+class Verdict:
+    """The grader's verdict on one notebook.
+
+    Attributes:
+        lesson: The lesson (assignment) name.
+        status: The grading job's status (graded, timeout, kernel-died, tampered, ...).
+        score: Points earned.
+        max_score: Points available.
+        ok: True exactly when ``racelab validate`` exits 0: graded, and every point earned.
+        tests: Per test cell, in notebook order.
+        notes: What the grader tells the student.
+    """
+
+    lesson: str
+    status: str
+    score: float
+    max_score: float
+    ok: bool
+    tests: list[CellVerdict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> str:
+        """Serialise the verdict."""
+        return json.dumps(asdict(self), indent=1)
+
+    @classmethod
+    def from_json(cls, text: str) -> Verdict:
+        """Parse a verdict written by :meth:`to_json`."""
+        data = json.loads(text)
+        data["tests"] = [CellVerdict(**t) for t in data.get("tests", [])]
+        return cls(**data)
+
+
+class NotALesson(ValueError):
+    """The notebook is not named after a lesson of the course (``NN_name.ipynb``)."""
+
+
+def grade_notebook(notebook: Path, solutions: Path, *, sandbox: bool = True) -> Verdict:
+    """Grade ``notebook`` exactly as ``racelab validate`` does and return the verdict.
+
+    Args:
+        notebook: A lesson notebook, named after its lesson (``01_warmup.ipynb``).
+        solutions: The lesson sources (``solutions/``), which hold the hidden tests.
+        sandbox: Run the grading kernel in bubblewrap, as the grader does.
+
+    Raises:
+        NotALesson: No lesson source matches the notebook's name.
+        SourceError, BuildError: The lesson source could not be built into a course.
+    """
     lesson_name = notebook.stem
     if not (solutions / f"{lesson_name}.py").exists():
-        print(f"racelab validate: {notebook.name} is not a lesson of this course "
-              f"(no {solutions / (lesson_name + '.py')})")
-        return 2
-    with tempfile.TemporaryDirectory(prefix="racelab-validate-") as tmp:
+        raise NotALesson(f"{notebook.name} is not a lesson of this course: Validate grades "
+                         f"notebooks named after a lesson (no {lesson_name}.py in {solutions})")
+    with tempfile.TemporaryDirectory(prefix="racelab-lab-validate-") as tmp:
         course = make_course(solutions, Path(tmp) / "course", only=lesson_name)
         lesson = course.lessons[0]
-        job = Job("validate", lesson_name, str(notebook.resolve()),
+        job = Job(STUDENT, lesson_name, str(notebook.resolve()),
                   str(course.release_notebook(lesson)), str(course.root),
                   str(Path(tmp) / "job"), Limits(sandbox=sandbox))
         result = run_job(job)
+        executed = (Path(job.workdir) / "course" / "autograded" / STUDENT / lesson_name
+                    / f"{result.notebook}.ipynb")
+        outputs = _test_outputs(executed)
+    tests = []
     for gid, (score, points, reason) in result.cells.items():
-        mark = "PASS" if score == points else "FAIL"
-        print(f"{mark}  {gid}  {score:g}/{points:g}  {reason if mark == 'FAIL' else ''}".rstrip())
-    for note in result.notes:
-        print(f"note: {note}")
-    print(f"{result.status}: {result.score:g}/{result.max_score:g}")
+        explanation, figures = outputs.get(gid, ("", []))
+        tests.append(CellVerdict(gid, float(score), float(points), reason,
+                                 explanation if score != points else "",
+                                 figures if score != points else []))
     ok = result.status == "graded" and result.score == result.max_score
-    return 0 if ok else 1
+    return Verdict(lesson_name, result.status, float(result.score), float(result.max_score), ok,
+                   tests, list(result.notes))
+
+
+def _test_outputs(executed: Path) -> dict[str, tuple[str, list[str]]]:
+    """Per graded cell of the executed notebook: its last error as text, and its PNG figures."""
+    if not executed.exists():  # the kernel died before nbgrader wrote it
+        return {}
+    notebook = nbformat.read(executed, as_version=4)
+    found = {}
+    for cell in notebook.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if not meta.get("grade") or cell.cell_type != "code":
+            continue
+        explanation = error_text(cell)
+        figures = [o["data"]["image/png"] for o in cell.get("outputs", [])
+                   if o.get("output_type") in ("display_data", "execute_result")
+                   and "image/png" in o.get("data", {})]
+        found[meta["grade_id"]] = (explanation, figures)
+    return found
+
+
+def validate_notebook(notebook: Path, solutions: Path, *, sandbox: bool = True) -> int:
+    """Grade ``notebook``, print the verdict for a terminal and return the exit code."""
+    try:
+        verdict = grade_notebook(notebook, solutions, sandbox=sandbox)
+    except NotALesson as exc:
+        print(f"racelab validate: {exc}")
+        return 2
+    for test in verdict.tests:
+        mark = "PASS" if test.passed else "FAIL"
+        print(f"{mark}  {test.grade_id}  {test.score:g}/{test.points:g}")
+        if not test.passed:
+            print(f"      {test.explanation or test.reason}")
+    for note in verdict.notes:
+        print(f"note: {note}")
+    print(f"{verdict.status}: {verdict.score:g}/{verdict.max_score:g}")
+    return 0 if verdict.ok else 1

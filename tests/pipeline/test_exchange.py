@@ -11,7 +11,7 @@ from autograder.pipeline.job import Limits
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
-def student_api(home: Path, exchange: Path):
+def student_api(home: Path, exchange: Path, cache: Path):
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
     from traitlets.config import Config
@@ -21,6 +21,7 @@ def student_api(home: Path, exchange: Path):
     cfg.CourseDirectory.course_id = "racelab"
     cfg.Exchange.root = str(exchange)
     cfg.Exchange.path_includes_course = False
+    cfg.Exchange.cache = str(cache)
     return NbGraderAPI(coursedir=CourseDirectory(config=cfg), config=cfg)
 
 
@@ -39,7 +40,7 @@ def test_released_lesson_fetched_submitted_collected_and_graded(tmp_path, monkey
     from nbgrader.exchange.default import ExchangeFetchAssignment, ExchangeSubmit
 
     with nbgrader_environment():
-        api = student_api(home, exchange)
+        api = student_api(home, exchange, tmp_path / "cache")
         fetch = ExchangeFetchAssignment(coursedir=api.coursedir, authenticator=api.authenticator,
                                         config=api.config)
         fetch.coursedir.assignment_id = "99_tiny"

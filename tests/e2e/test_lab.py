@@ -1,0 +1,381 @@
+"""A student and an instructor in JupyterLab, driven in Debian's Chromium by Playwright.
+
+The student opens lesson 01 from ``notebooks/`` (self-study), writes the answers, runs all
+cells, presses Validate and gets the grader's success. In class mode the student fetches the
+lesson from the Assignments panel, writes a racy answer, presses Validate and gets the failing
+check's explanation and picture, then submits; the instructor collects the submission with
+``racelab collect``. Screenshots go to ``build/e2e/``.
+
+To stay within about five minutes on two loaded cores, the class-mode Validate (a grading job
+in its own process) runs while the self-study notebook's Run All runs in its kernel.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder.pipeline.source import Lesson, read_lesson
+from tests.conftest import REPO
+from tests.e2e.lab import LabServer, chromium, start_lab
+
+LESSON = "01_warmup"
+RACY_EXERCISE = "ex_warmup_shared_predictor"
+RACY_TEST = "test_warmup_shared_predictor"
+STUDENT = "alice"
+SHOTS = REPO / "build" / "e2e"
+#: Bounds, in seconds: one grading job of lesson 01 takes 1-2 minutes on a loaded machine.
+VALIDATE_S = 420
+RUN_ALL_S = 420
+PANEL = ".jp-NotebookPanel"
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not (REPO / "solutions" / f"{LESSON}.py").exists(),
+                       reason=f"lesson {LESSON} is not written yet"),
+]
+
+
+def _solution(source: str) -> str:
+    """An answer cell as a student writes it: the solution without nbgrader's markers."""
+    return "\n".join(line for line in source.splitlines()
+                     if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
+
+
+def answers(lesson_source: Path) -> dict[str, str]:
+    """The solution of every answer cell of the lesson, by grade_id."""
+    notebook = read_lesson(Lesson(lesson_source.stem, lesson_source))
+    return {cell.metadata["nbgrader"]["grade_id"]: _solution(cell.source)
+            for cell in notebook.cells
+            if cell.metadata.get("nbgrader", {}).get("solution") and cell.cell_type == "code"}
+
+
+def racy_answer() -> str:
+    """The racy SharedPredictor of the demo class: it serves the model without warming it.
+
+    ``demo/racy/01_warmup.py`` holds ``# %% <grade_id>`` headers, each followed by a whole
+    answer cell (other ``# %% ...`` headers start blocks this test does not use).
+    """
+    path = REPO / "demo" / "racy" / f"{LESSON}.py"
+    blocks = re.split(r"^# %%[ \t]*(.*?)[ \t]*$", path.read_text(encoding="utf-8"),
+                      flags=re.MULTILINE)
+    cells = dict(zip(blocks[1::2], blocks[2::2], strict=True))
+    assert RACY_EXERCISE in cells, f"{path} has no '# %% {RACY_EXERCISE}' answer"
+    return cells[RACY_EXERCISE].strip("\n")
+
+
+def run(*args: str) -> subprocess.Popen:
+    """Start ``racelab ARGS`` (a console script of this venv)."""
+    racelab = Path(sys.executable).parent / "racelab"
+    return subprocess.Popen([str(racelab), *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+
+
+def finish(process: subprocess.Popen, timeout: int = 300) -> str:
+    """Wait for a process started by :func:`run`; fail with its output unless it exits 0."""
+    try:
+        output, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        output, _ = process.communicate()
+        pytest.fail(f"{process.args} took over {timeout} s:\n{output}")
+    assert process.returncode == 0, f"{process.args} exited {process.returncode}:\n{output}"
+    return output
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory) -> dict[str, Path]:
+    """Lesson 01 built with ``racelab build`` and released to a temporary exchange."""
+    tmp = tmp_path_factory.mktemp("lab")
+    solutions = tmp / "solutions"
+    solutions.mkdir()
+    shutil.copy(REPO / "solutions" / f"{LESSON}.py", solutions)
+    paths = {"tmp": tmp, "solutions": solutions, "home": tmp / "student-home",
+             "course": tmp / "course", "release_course": tmp / "release-course",
+             "exchange": tmp / "exchange"}
+    build = run("build", "--solutions", str(solutions), "--notebooks",
+                str(paths["home"] / "notebooks"), "--course", str(paths["course"]))
+    release = run("release", LESSON, "--solutions", str(solutions), "--course",
+                  str(paths["release_course"]), "--exchange", str(paths["exchange"]))
+    finish(build)
+    finish(release)
+    return paths
+
+
+class Steps:
+    """Named, timed test steps; a failing step leaves a screenshot and quotes the server log."""
+
+    def __init__(self, page, server: LabServer):
+        self.page, self.server = page, server
+        self.started = time.monotonic()
+        self.times: list[tuple[str, float]] = []
+
+    @contextlib.contextmanager
+    def __call__(self, name: str):
+        begun = time.monotonic()
+        try:
+            yield
+        except Exception as exc:
+            shot = SHOTS / f"failed-{re.sub(r'[^a-z0-9]+', '-', name.lower()).strip('-')}.png"
+            with contextlib.suppress(Exception):
+                self.page.screenshot(path=str(shot))
+            pytest.fail(f"step '{name}' failed: {type(exc).__name__}: {exc}\n"
+                        f"screenshot: {shot}\n--- server log ---\n{self.server.log_tail()}")
+        self.times.append((name, time.monotonic() - begun))
+
+    def report(self, path: Path) -> str:
+        """Print and write the step times."""
+        total = time.monotonic() - self.started
+        lines = [f"{seconds:7.1f} s  {name}" for name, seconds in self.times]
+        lines.append(f"{total:7.1f} s  total in the browser")
+        text = "\n".join(lines)
+        path.write_text(text + "\n", encoding="utf-8")
+        print(text)
+        return text
+
+
+def open_lab(page, server: LabServer) -> None:
+    """Open ``/lab?reset`` with the token and wait for the file browser."""
+    page.goto(f"{server.url}/lab?reset&token={server.token}", timeout=90_000)
+    page.wait_for_selector(".jp-DirListing-item", timeout=90_000)
+
+
+def active_panel_id(page) -> str:
+    """The DOM id of the notebook panel in front, once its cells are there."""
+    panel = page.locator(f"{PANEL}:not(.lm-mod-hidden)")
+    panel.locator(".jp-Cell").first.wait_for(timeout=60_000)
+    return panel.get_attribute("id")
+
+
+def show(page, panel_id: str) -> None:
+    """Bring a main-area tab to the front by its widget id."""
+    page.locator(f'.lm-TabBar-tab[data-id="{panel_id}"]').click()
+    page.locator(f"#{panel_id}:not(.lm-mod-hidden)").wait_for(timeout=10_000)
+
+
+def write_answers(page, panel_id: str, notebook: Path, new: dict[str, str]) -> None:
+    """Type each answer into its cell (found by the cell's position in ``notebook``)."""
+    cells = nbformat.read(notebook, as_version=4).cells
+    index = {c.metadata.get("nbgrader", {}).get("grade_id"): n for n, c in enumerate(cells)}
+    selector = f"#{panel_id} .jp-Cell"
+    page.wait_for_function("([sel, n]) => document.querySelectorAll(sel).length === n",
+                           arg=[selector, len(cells)], timeout=60_000)
+    dom_cells = page.locator(selector)
+    for grade_id, source in new.items():
+        editor = dom_cells.nth(index[grade_id]).locator(".cm-content")
+        editor.click()
+        page.keyboard.press("Control+a")
+        page.keyboard.insert_text(source)  # as pasted: no auto-indent, no auto-closed brackets
+        page.keyboard.press("Escape")
+
+
+def menu(page, top: str, item: str) -> None:
+    """Click ``top`` in the menu bar, then ``item`` in its menu."""
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(f"^{re.escape(top)}$")).click()
+    page.locator(".lm-Menu .lm-Menu-itemLabel",
+                 has_text=re.compile(f"^{re.escape(item)}$")).click()
+
+
+def press_validate(page, panel_id: str) -> None:
+    """Press nbgrader's Validate button of a notebook; the dialog comes later."""
+    page.locator(f"#{panel_id} .validate-button").click()
+
+
+def validation_dialog(page) -> str:
+    """Wait for the Validate dialog; returns its message's classes."""
+    message = page.locator(".jp-Dialog #validation-message")
+    message.wait_for(timeout=VALIDATE_S * 1000)
+    return message.get_attribute("class") or ""
+
+
+def close_dialog(page) -> None:
+    """Press the dialog's Ok button."""
+    page.locator(".jp-Dialog .jp-mod-accept").click()
+    page.locator(".jp-Dialog").wait_for(state="detached", timeout=10_000)
+
+
+_PROMPTS = """panel => {
+  const prompts = [...document.querySelectorAll(`#${panel} .jp-CodeCell .jp-InputArea-prompt`)];
+  return prompts.filter(p => p.textContent.includes('*')).length;
+}"""
+
+
+def wait_run_all(page, panel_id: str, timeout_s: int) -> None:
+    """Wait until no cell of the notebook is queued or running, within ``timeout_s``."""
+    page.wait_for_function(f"() => ({_PROMPTS})('{panel_id}') === 0",
+                           timeout=timeout_s * 1000, polling=1000)
+
+
+def errors_and_figures(notebook: Path) -> tuple[list[str], int]:
+    """Error outputs (``cell: ename``) and the number of PNG figures in a saved notebook."""
+    errors, figures = [], 0
+    for cell in nbformat.read(notebook, as_version=4).cells:
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                errors.append(f"{cell.get('id')}: {output['ename']}: {output['evalue'][:200]}")
+            if "image/png" in output.get("data", {}):
+                figures += 1
+    return errors, figures
+
+
+def test_student_validates_and_submits_lesson_01(course, tmp_path):
+    """Self-study: solution passes Validate. Class mode: racy answer fails with the reason."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    home, exchange = course["home"], course["exchange"]
+    solution = answers(course["solutions"] / f"{LESSON}.py")
+    racy = {**solution, RACY_EXERCISE: racy_answer()}
+    server = start_lab(["student", "--home", str(tmp_path / "lab"), "--root", str(home),
+                        "--exchange", str(exchange), "--student", STUDENT,
+                        "--solutions", str(course["solutions"])],
+                       tmp_path / "server.log", tmp_path)
+    try:
+        with chromium(server) as browser:
+            page = browser.new_page()
+            step = Steps(page, server)
+            _student_session(page, server, step, home, exchange, solution, racy)
+            step.report(SHOTS / "timings.txt")
+    finally:
+        server.stop()
+    # The instructor collects the submission with racelab (grading it is tests/pipeline's job).
+    output = finish(run("collect", LESSON, "--solutions", str(course["solutions"]),
+                        "--course", str(course["release_course"]), "--exchange", str(exchange)))
+    submitted = course["release_course"] / "submitted" / STUDENT / LESSON / f"{LESSON}.ipynb"
+    assert submitted.exists(), f"collect did not bring {STUDENT}'s submission:\n{output}"
+    cells = {c.metadata.get("nbgrader", {}).get("grade_id"): c.source
+             for c in nbformat.read(submitted, as_version=4).cells}
+    assert cells[RACY_EXERCISE].strip() == racy[RACY_EXERCISE].strip()
+
+
+def _student_session(page, server: LabServer, step: Steps, home: Path, exchange: Path,
+                     solution: dict[str, str], racy: dict[str, str]) -> None:
+    self_study = home / "notebooks" / f"{LESSON}.ipynb"
+    fetched = home / LESSON / f"{LESSON}.ipynb"
+
+    with step("open the lab"):
+        open_lab(page, server)
+        page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").click()
+        items = page.locator("#jp-mainmenu-nbgrader .lm-Menu-itemLabel").all_inner_texts()
+        page.keyboard.press("Escape")
+        assert [i for i in items if i.strip()] == ["Assignment List"], items
+        assert page.locator("#nbgrader-create_assignemnt").count() == 0, "Create Assignment"
+        assert server.get("/formgrader")[0] == 404, "the formgrader server extension is on"
+
+    with step("self-study: open lesson 01 from notebooks/ and write the answers"):
+        page.locator(".jp-DirListing-item", has_text="notebooks").dblclick()
+        page.locator(".jp-DirListing-item", has_text=f"{LESSON}.ipynb").dblclick()
+        own = active_panel_id(page)
+        write_answers(page, own, self_study, solution)
+
+    with step("self-study: run all cells"):
+        menu(page, "Run", "Run All Cells")
+        page.wait_for_function(f"() => ({_PROMPTS})('{own}') > 0", timeout=30_000)
+        run_all_started = time.monotonic()
+
+    with step("class mode: fetch lesson 01 from the Assignments panel"):
+        menu(page, "Nbgrader", "Assignment List")
+        page.locator("#released_assignments_list .list_item", has_text=LESSON).locator(
+            "button", has_text="Fetch").click()
+        page.locator("#fetched_assignments_list .list_item", has_text=LESSON).first.wait_for(
+            timeout=60_000)
+        page.screenshot(path=str(SHOTS / "01-assignments-fetched.png"))
+        assignments = page.locator(".lm-TabBar-tab", has_text="Assignments").get_attribute(
+            "data-id")
+        page.locator("#fetched_assignments_list a.assignment-notebooks-link").click()
+        page.locator(f"#nbgrader-racelab-{LESSON} a", has_text=LESSON).click()
+        theirs = active_panel_id(page)
+        assert theirs != own
+
+    with step("class mode: write a racy answer and press Validate"):
+        write_answers(page, theirs, fetched, racy)
+        press_validate(page, theirs)
+        kind = validation_dialog(page)
+        dialog = page.locator(".jp-Dialog")
+        text = dialog.inner_text()
+        page.screenshot(path=str(SHOTS / "02-validate-racy-answer-fails.png"))
+        figure = dialog.locator("img.racelab-figure")
+        if figure.count():
+            figure.first.scroll_into_view_if_needed()
+            figure.first.screenshot(path=str(SHOTS / "03-validate-failing-interleaving.png"))
+        assert "validation-failed" in kind, text
+        assert f"{RACY_TEST}: 0 of" in text, text
+        assert "AssertionError: " in text, text  # the check's explanation
+        assert figure.count() >= 1, "the failing check's interleaving figure is not shown"
+        others = [gid for gid in ("test_warmup_entry_point", "test_warmup_lazy_model")
+                  if gid in text]
+        assert not others, f"correct answers reported as failing: {others}\n{text}"
+        assert "HIDDEN" not in text and "check_shared_predictor(SharedPredictor)" not in text
+        close_dialog(page)
+
+    with step("class mode: submit from the Assignments panel"):
+        show(page, assignments)
+        page.locator("#fetched_assignments_list .list_item", has_text=LESSON).locator(
+            "button", has_text="Submit").first.click()
+        page.locator("#submitted_assignments_list .list_item", has_text=LESSON).first.wait_for(
+            timeout=60_000)
+        stamps = page.locator("#submitted_assignments_list .nested_list_item .item_name",
+                               has_text="UTC")
+        assert stamps.count() == 1, f"expected one submission: {stamps.all_inner_texts()}"
+        page.screenshot(path=str(SHOTS / "04-assignments-submitted.png"))
+        inbound = list((exchange / "racelab" / "inbound").glob(
+            f"{STUDENT}+{LESSON}+*"))
+        assert inbound, "nothing arrived in the exchange's inbound folder"
+
+    with step("self-study: run all finishes with figures inline and no error"):
+        show(page, own)
+        left = max(10, RUN_ALL_S - int(time.monotonic() - run_all_started))
+        wait_run_all(page, own, left)
+        image = page.locator(f"#{own} .jp-OutputArea-output img").first
+        for _ in range(2):  # cells above resize as they come into view: scroll, settle, again
+            image.evaluate("node => node.scrollIntoView({block: 'center'})")
+            page.wait_for_timeout(500)
+        page.screenshot(path=str(SHOTS / "05-run-all-figure-inline.png"))
+
+    with step("self-study: Validate the solution"):
+        press_validate(page, own)  # saves the notebook, then grades the saved file
+        kind = validation_dialog(page)
+        text = page.locator(".jp-Dialog").inner_text()
+        page.screenshot(path=str(SHOTS / "06-validate-solution-passes.png"))
+        assert "validation-success" in kind, text
+        assert "Success! Your notebook passes all the tests." in text
+        close_dialog(page)
+        errors, figures = errors_and_figures(self_study)
+        assert not errors, f"cells raised when run in the lab: {errors}"
+        assert figures >= 1, "no figure was rendered inline"
+
+
+def test_instructor_lab_has_formgrader(course, tmp_path):
+    """The instructor's lab keeps Formgrader, Create Assignment and the course list."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    server = start_lab(["instructor", "--home", str(tmp_path / "lab"), "--root",
+                        str(course["tmp"]), "--course", str(course["course"]),
+                        "--exchange", str(course["exchange"]),
+                        "--solutions", str(course["solutions"])],
+                       tmp_path / "server.log", tmp_path)
+    try:
+        assert server.get("/formgrader")[0] == 200, server.log_tail()
+        status, body = server.get("/formgrader/api/assignments")
+        assert status == 200 and LESSON in body, f"formgrader does not list {LESSON}: {body}"
+        with chromium(server) as browser:
+            page = browser.new_page()
+            with Steps(page, server)("instructor lab"):
+                open_lab(page, server)
+                page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").click()
+                items = page.locator("#jp-mainmenu-nbgrader .lm-Menu-itemLabel")
+                texts = items.all_inner_texts()
+                assert "Formgrader" in texts and "Course List" in texts, texts
+                page.screenshot(path=str(SHOTS / "07-instructor-lab.png"))
+                page.keyboard.press("Escape")
+                assert page.locator("#nbgrader-create_assignemnt").count() == 1
+    finally:
+        server.stop()
+    assert json.loads((tmp_path / "lab" / "config" / "labconfig" / "page_config.json")
+                      .read_text())["disabledExtensions"] == {}
