@@ -1,0 +1,763 @@
+"""Graded properties for lesson 01, "warmup": concurrent first calls into a Keras model.
+
+Every check first runs the student's answer once on one thread (a wrong answer that is wrong
+even without threads gets a plain message), then builds fresh, small models per trial and runs
+the answer from several threads released together by :func:`autograder.harness.stress`
+(switch interval 1e-6). After each trial it asserts that no thread raised (the harness
+reports that), that every output equals a sequential reference (``np.allclose``; the models
+use seeded initializers, so a twin built on one thread has the same weights), that the model
+holds exactly its expected number of weights (a racy build adds duplicates silently), and the
+exercise's own property: nothing is traced while serving (:func:`check_entry_point`), one
+thread traces (:func:`check_shared_predictor`), the factory runs once and every thread gets the
+same built model (:func:`check_lazy_model`).
+
+Seeds and trial counts are fixed and nothing is retried. The notebook's demonstrations use the
+same models and the same runner (:func:`race_trials`), so what the student watches break is
+what the grader looks for.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import re
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import keras
+import numpy as np
+
+from autograder.checks.report import require_ok
+from autograder.harness import Result, stress
+
+#: Dense(16, relu) -> Dense(4): two kernels and two biases.
+EXPECTED_WEIGHTS = 4
+HIDDEN_UNITS = 16
+OUTPUT_UNITS = 4
+#: Worker threads per trial in the graded checks.
+THREADS = 6
+SEED = 1701
+#: Trials per graded check. ``tests/checks/test_warmup.py`` gives the per-trial detection rate
+#: of every known wrong answer and the arithmetic for why these counts are enough.
+TRIALS_ENTRY_POINT = 3
+TRIALS_SHARED_PREDICTOR = 5
+TRIALS_LAZY_MODEL = 4
+#: Time the graded factory spends "loading" the model, as reading it from disk would.
+_FACTORY_LOAD_S = 0.01
+#: Extra time each layer of the graded subclassed model takes to create its weights, so a
+#: thread arriving while another builds is inside the window (a bigger model's real cost).
+_BUILD_DELAY_S = 0.01
+_LATE_WAIT_S = 5.0
+#: Wall-clock budget of one graded check: below nbgrader's 30 s per-cell timeout, so a hang is
+#: reported as a deadlock with stacks rather than cut off.
+_TIMEOUT_S = 20.0
+
+
+# --------------------------------------------------------------------------- models
+
+
+def _initializer(seed: int) -> keras.initializers.Initializer:
+    return keras.initializers.RandomNormal(stddev=0.5, seed=seed)
+
+
+def tiny_sequential(seed: int = 0, *, input_width: int | None = None) -> keras.Sequential:
+    """A small Sequential model, unbuilt unless ``input_width`` is given.
+
+    Its initializers are seeded, so two models made with the same seed get the same weights,
+    whichever thread builds them.
+
+    Args:
+        seed: Picks the weights.
+        input_width: When given, the model starts with ``keras.Input((input_width,))`` and is
+            built at once.
+    """
+    layers: list[Any] = [] if input_width is None else [keras.Input((input_width,))]
+    layers += [
+        keras.layers.Dense(HIDDEN_UNITS, activation="relu",
+                           kernel_initializer=_initializer(4 * seed),
+                           bias_initializer=_initializer(4 * seed + 1)),
+        keras.layers.Dense(OUTPUT_UNITS,
+                           kernel_initializer=_initializer(4 * seed + 2),
+                           bias_initializer=_initializer(4 * seed + 3)),
+    ]
+    return keras.Sequential(layers)
+
+
+class BuildDelayDense(keras.layers.Dense):
+    """``Dense`` whose ``build`` can take longer, to widen the window a racy build has.
+
+    Args:
+        units: As for ``Dense``.
+        build_delay_s: Seconds ``build`` sleeps before creating the weights.
+        on_build: Called when ``build`` starts (the grader uses it to send threads in).
+        **kwargs: As for ``Dense``.
+    """
+
+    def __init__(self, units: int, *, build_delay_s: float = 0.0,
+                 on_build: Callable[[], Any] | None = None, **kwargs: Any) -> None:
+        super().__init__(units, **kwargs)
+        self._build_delay_s = build_delay_s
+        self._on_build = on_build
+
+    def build(self, input_shape: Any) -> None:
+        if self._on_build is not None:
+            self._on_build()
+        if self._build_delay_s:
+            time.sleep(self._build_delay_s)
+        super().build(input_shape)
+
+
+class TinyNet(keras.Model):
+    """A subclassed model whose layers create their weights on the first call.
+
+    It has no ``build()`` method, so ``model.build(shape)`` marks it built without creating a
+    single weight (Keras warns); only calling it on data creates them.
+
+    Args:
+        seed: Picks the weights (seeded initializers, as in :func:`tiny_sequential`).
+        build_delay_s: Extra time each layer takes to create its weights. The grader sets it
+            so that a thread arriving during a build is inside the window; the lesson's
+            demonstrations leave it at 0.
+        on_build: Called whenever a layer starts creating its weights.
+    """
+
+    def __init__(self, seed: int = 0, *, build_delay_s: float = 0.0,
+                 on_build: Callable[[], Any] | None = None) -> None:
+        super().__init__()
+        self.hidden = BuildDelayDense(HIDDEN_UNITS, activation="relu",
+                                      build_delay_s=build_delay_s, on_build=on_build,
+                                      kernel_initializer=_initializer(4 * seed),
+                                      bias_initializer=_initializer(4 * seed + 1))
+        self.out = BuildDelayDense(OUTPUT_UNITS, build_delay_s=build_delay_s, on_build=on_build,
+                                   kernel_initializer=_initializer(4 * seed + 2),
+                                   bias_initializer=_initializer(4 * seed + 3))
+
+    def call(self, x: Any) -> Any:
+        return self.out(self.hidden(x))
+
+
+def batches(seed: int, count: int, rows: int, features: int) -> list[np.ndarray]:
+    """``count`` float32 batches of shape ``(rows, features)`` drawn from ``seed``."""
+    rng = np.random.default_rng(seed)
+    return [rng.normal(size=(rows, features)).astype("float32") for _ in range(count)]
+
+
+def _reference(make_model: Callable[[int], Any], seed: int,
+               inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Outputs of a twin model, ``make_model(seed)``, built and run on this thread alone."""
+    key = (make_model, seed, tuple((x.shape, x.tobytes()) for x in inputs))
+    if key not in _REFERENCES:
+        twin = make_model(seed)
+        _REFERENCES[key] = [np.asarray(twin(x)) for x in inputs]
+    return _REFERENCES[key]
+
+
+#: Reference outputs by model kind, seed and inputs: the graded trials are the same each run.
+_REFERENCES: dict[Any, list[np.ndarray]] = {}
+
+
+# --------------------------------------------------------------------------- tracing
+
+
+class TraceLog:
+    """Record every trace of ``model``'s predict function, and which thread ran it.
+
+    Keras calls ``predict_step`` only while tracing the predict function (the traced graph then
+    runs without Python), so each call is one trace. Attach it before the first call.
+
+    Attributes:
+        threads: The id of the thread that ran each trace, in order.
+    """
+
+    def __init__(self, model: keras.Model) -> None:
+        self.threads: list[int] = []
+        original = model.predict_step
+
+        @functools.wraps(original)
+        def predict_step(data: Any) -> Any:
+            self.threads.append(threading.get_ident())
+            return original(data)
+
+        model.predict_step = predict_step
+
+    @property
+    def count(self) -> int:
+        """Traces recorded since the last :meth:`reset`."""
+        return len(self.threads)
+
+    @property
+    def tracing_threads(self) -> int:
+        """How many different threads traced since the last :meth:`reset`."""
+        return len(set(self.threads))
+
+    def reset(self) -> None:
+        """Forget the traces recorded so far."""
+        self.threads.clear()
+
+
+@functools.cache
+def first_call_traces() -> int:
+    """Traces one first ``predict_on_batch`` on an unbuilt model costs, on one thread.
+
+    Keras traces twice when the model is unbuilt: the first trace creates the weights.
+    """
+    model = tiny_sequential(0)
+    log = TraceLog(model)
+    model.predict_on_batch(np.zeros((2, 3), dtype="float32"))
+    return log.count
+
+
+# --------------------------------------------------------------------------- one trial
+
+
+@dataclass
+class Call:
+    """One call a worker thread made: when it ran and how it ended.
+
+    Attributes:
+        thread: Worker index.
+        start: Seconds since the trial's threads were set up.
+        end: Seconds since the trial's threads were set up.
+        error: ``"TypeName: informative line"`` when the call raised, else ``None``.
+    """
+
+    thread: int
+    start: float
+    end: float
+    error: str | None = None
+
+
+@dataclass
+class Trial:
+    """Shared state of one trial, and what its threads did.
+
+    Attributes:
+        model: The model under test (``None`` until a lazy answer creates it).
+        inputs: One batch per worker.
+        expected: Sequential reference output for each batch (empty when not checked).
+        outputs: What each worker got (``None`` when it raised).
+        models: The model object each worker used (lazy exercise).
+        calls: Timed record of every worker call.
+        traces: Trace log of ``model``, when it has a predict function.
+        warm_ms: How long the warmup before the threads took, in milliseconds.
+        factory_calls: How many times the model factory ran (lazy exercise).
+        factory_calls_in_init: How many of those ran inside the answer's ``__init__``.
+        build_started: Set once a layer of a factory-made model starts building (lazy
+            exercise).
+        subject: The student's object under test (predictor, lazy model).
+        t0: Time origin of :attr:`calls`.
+    """
+
+    model: Any
+    inputs: list[np.ndarray]
+    expected: list[np.ndarray]
+    outputs: list[Any] = field(default_factory=list)
+    models: list[Any] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)
+    traces: TraceLog | None = None
+    warm_ms: float = 0.0
+    factory_calls: int = 0
+    factory_calls_in_init: int = 0
+    build_started: threading.Event = field(default_factory=threading.Event)
+    subject: Any = None
+    t0: float = field(default_factory=time.perf_counter)
+
+    def __post_init__(self) -> None:
+        self.outputs = [None] * len(self.inputs)
+        self.models = [None] * len(self.inputs)
+
+    def timed(self, index: int, fn: Callable[[], Any]) -> Any:
+        """Run ``fn`` for worker ``index``, recording when it ran and whether it raised."""
+        start = time.perf_counter() - self.t0
+        try:
+            value = fn()
+        except Exception as exc:
+            self.calls.append(Call(index, start, time.perf_counter() - self.t0, describe(exc)))
+            raise
+        self.calls.append(Call(index, start, time.perf_counter() - self.t0))
+        return value
+
+    @property
+    def errors(self) -> list[str]:
+        """The errors raised in this trial, one per failed call."""
+        return [c.error for c in self.calls if c.error]
+
+    @property
+    def span_ms(self) -> float:
+        """Milliseconds from the first call's start to the last call's end."""
+        if not self.calls:
+            return 0.0
+        return 1e3 * (max(c.end for c in self.calls) - min(c.start for c in self.calls))
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_NOISE = ("Graph execution error", "Detected at node", "File ", "Exception encountered when",
+          "Arguments received", "[[", "•")
+
+
+def describe(exc: BaseException) -> str:
+    """``"TypeName: the informative line"`` of an exception raised inside Keras or TF."""
+    lines = [line.strip() for line in _ANSI.sub("", str(exc)).splitlines() if line.strip()]
+    informative = [line for line in lines if not line.startswith(_NOISE)]
+    if lines and lines[0].startswith("Graph execution error") and informative:
+        text = informative[-1]
+    else:
+        text = informative[0] if informative else (lines[0] if lines else "")
+    return f"{type(exc).__name__}: {text[:150]}"
+
+
+def _trial_plan(seed: int, index: int) -> tuple[int, int, int]:
+    """Seed, batch rows and input width of trial ``index``: shapes vary so none is assumed."""
+    return seed + 7919 * index, 3 + index % 4, 5 + (index * 3) % 5
+
+
+def _weights_and_outputs(trial: Trial, model: Any, what: str) -> list[str]:
+    """Problems every exercise checks after its threads: duplicate weights, wrong outputs."""
+    problems = []
+    if model is not None and len(model.weights) != EXPECTED_WEIGHTS:
+        problems.append(
+            f"the model holds {len(model.weights)} weights, expected {EXPECTED_WEIGHTS}: "
+            "several threads built it at the same time and each added its own copy"
+        )
+    for k, (got, want) in enumerate(zip(trial.outputs, trial.expected, strict=True)):
+        got = None if got is None else np.asarray(got)
+        if got is None or got.shape != want.shape or not np.allclose(got, want, rtol=1e-4,
+                                                                     atol=1e-5):
+            problems.append(f"worker {k}: {what} returned a different output than the same "
+                            "model run on one thread")
+            break
+    return problems
+
+
+def _fail(problems: list[str]) -> None:
+    if problems:
+        raise AssertionError("; ".join(problems))
+
+
+def _answer_failed(what: str, exc: BaseException) -> Result:
+    """A failing result for an answer that is wrong before any thread runs (never ok)."""
+    return Result("error", message=f"{what} raised {describe(exc)} when run on one thread, "
+                                   "before any threads were started.")
+
+
+def _require(result: Result, exercise: str, seen: list[Trial]) -> None:
+    """Pass, or fail with the harness's explanation plus the errors the last trial's threads
+    raised, each on one informative line (Keras and TF put theirs deep in long messages)."""
+    try:
+        require_ok(result, exercise=exercise, show_figure=result.schedules_run > 0)
+    except AssertionError as failure:
+        errors = Counter(seen[-1].errors) if seen and result.schedules_run else Counter()
+        if not errors:
+            raise
+        listed = "\n".join(f"  {n} x {error}" for error, n in errors.most_common(5))
+        raise AssertionError(f"{failure}\nWhat the threads raised in that trial:\n{listed}"
+                             ) from None
+
+
+# --------------------------------------------------------------------------- demonstrations
+
+
+@dataclass
+class RaceStats:
+    """What :func:`race_trials` saw.
+
+    Attributes:
+        trials: Trials run.
+        failed: Trials in which at least one thread raised.
+        errors: Every error raised, counted by ``"TypeName: informative line"``.
+        weights: Trials counted by how many weights the model held afterwards.
+        traces: Traces of the predict function during each trial's threads.
+        span_ms: Each trial's time from the first call's start to the last call's end.
+        warm_ms: Each trial's warmup time (0 when not warmed).
+        first_failure: The harness result of the first trial in which a thread raised (its
+            ``figure()`` shows when each call ran and which raised), else ``None``.
+        last: The harness result of the last trial.
+    """
+
+    trials: int = 0
+    failed: int = 0
+    errors: Counter[str] = field(default_factory=Counter)
+    weights: Counter[int] = field(default_factory=Counter)
+    traces: list[int] = field(default_factory=list)
+    span_ms: list[float] = field(default_factory=list)
+    warm_ms: list[float] = field(default_factory=list)
+    first_failure: Result | None = None
+    last: Result | None = None
+
+    @property
+    def duplicated(self) -> int:
+        """Trials after which the model held more weights than it should."""
+        return sum(n for w, n in self.weights.items() if w > EXPECTED_WEIGHTS)
+
+    def report(self) -> str:
+        """A few lines for the notebook: failure rate, errors, weights, traces."""
+        lines = [f"a thread raised in {self.failed} of {self.trials} trials"]
+        lines += [f"  {n:3d} x {error}" for error, n in self.errors.most_common(4)]
+        weights = ", ".join(f"{w} in {n}" for w, n in sorted(self.weights.items()))
+        lines.append(f"more than {EXPECTED_WEIGHTS} weights afterwards in {self.duplicated} of "
+                     f"{self.trials} trials (trials by weight count: {weights})")
+        if any(self.traces):
+            ordered = sorted(self.traces)
+            lines.append(f"traces of the predict function per trial: fewest {ordered[0]}, "
+                         f"median {ordered[len(ordered) // 2]}, most {ordered[-1]}")
+        return "\n".join(lines)
+
+
+def race_trials(
+    make_model: Callable[[int], Any],
+    call: Callable[[Any, np.ndarray], Any],
+    *,
+    trials: int = 20,
+    threads: int = 4,
+    warm: Callable[[Any, np.ndarray], Any] | None = None,
+    rows: int = 4,
+    features: int = 8,
+    seed: int = 0,
+) -> RaceStats:
+    """Run ``call(model, batch)`` from ``threads`` threads on a fresh model, ``trials`` times.
+
+    Each trial is one :func:`autograder.harness.stress` trial: ``make_model(trial_seed)`` (then
+    ``warm(model, batch)`` on this thread, when given), then the threads released together,
+    each with its own batch. Nothing is asserted; the returned statistics say what happened.
+
+    Args:
+        make_model: Returns a fresh model from a seed.
+        call: What each thread does with the model and its batch.
+        trials: Number of fresh models to try.
+        threads: Threads per trial.
+        warm: Optional warmup run on this thread before the threads start.
+        rows: Rows per batch.
+        features: Input width.
+        seed: First trial seed.
+
+    Returns:
+        The statistics, with harness results whose ``figure()`` shows the interleaving.
+    """
+    stats = RaceStats()
+    for index in range(trials):
+        trial_seed = seed + index
+        holder: list[Trial] = []
+
+        def setup(trial_seed: int = trial_seed, holder: list[Trial] = holder) -> Trial:
+            inputs = batches(trial_seed, threads + 1, rows, features)
+            model = make_model(trial_seed)
+            trial = Trial(model, inputs[1:], [])
+            if isinstance(model, keras.Model):
+                trial.traces = TraceLog(model)
+            if warm is not None:
+                start = time.perf_counter()
+                warm(model, inputs[0])
+                trial.warm_ms = 1e3 * (time.perf_counter() - start)
+            if trial.traces is not None:
+                trial.traces.reset()
+            holder.append(trial)
+            trial.t0 = time.perf_counter()
+            return trial
+
+        def worker_for(k: int) -> Callable[[Trial], None]:
+            def worker(state: Trial) -> None:
+                state.outputs[k] = state.timed(k, lambda: call(state.model, state.inputs[k]))
+            return worker
+
+        result = stress(setup, [worker_for(k) for k in range(threads)], lambda trial: None,
+                        trials=1, seed=trial_seed, timeout_s=_TIMEOUT_S)
+        trial = holder[0]
+        stats.trials += 1
+        stats.failed += bool(trial.errors)
+        stats.errors.update(trial.errors)
+        stats.weights[len(trial.model.weights)] += 1
+        stats.traces.append(trial.traces.count if trial.traces is not None else 0)
+        stats.span_ms.append(trial.span_ms)
+        stats.warm_ms.append(trial.warm_ms)
+        stats.last = result
+        if trial.errors and stats.first_failure is None:
+            stats.first_failure = result
+    return stats
+
+
+# --------------------------------------------------------------------------- exercise 1
+
+
+def run_entry_point(
+    warm_up: Callable[[Any, np.ndarray], Any],
+    *,
+    trials: int = TRIALS_ENTRY_POINT,
+    threads: int = THREADS,
+    seed: int = SEED,
+    record: list[Trial] | None = None,
+) -> Result:
+    """Warm fresh unbuilt models with ``warm_up``, then serve ``predict_on_batch`` from threads.
+
+    First, on one thread: ``warm_up(model, example)`` on an unbuilt :func:`tiny_sequential`
+    must not raise. Then per trial: a fresh unbuilt model and ``warm_up(model, example)`` on
+    this thread, then ``threads`` threads released together each call
+    ``model.predict_on_batch`` on their own batch of the example's shape. A trial passes when
+    no thread raised, outputs match the sequential reference, the model holds
+    :data:`EXPECTED_WEIGHTS` weights and nothing was traced while serving.
+
+    Args:
+        record: When given, each trial's :class:`Trial` is appended to it.
+
+    Returns:
+        The result (``ok`` when every trial passed).
+    """
+    try:
+        warm_up(tiny_sequential(seed), batches(seed - 1, 1, 5, 7)[0])
+    except Exception as exc:  # noqa: BLE001 - the student's error, reported to the student
+        return _answer_failed("warm_up(model, example_batch)", exc)
+
+    counter = itertools.count()
+
+    def setup() -> Trial:
+        trial_seed, rows, features = _trial_plan(seed, next(counter))
+        inputs = batches(trial_seed, threads + 1, rows, features)
+        model = tiny_sequential(trial_seed)
+        trial = Trial(model, inputs[1:],
+                      _reference(tiny_sequential, trial_seed, inputs[1:]))
+        trial.traces = TraceLog(model)
+        warm_up(model, inputs[0].copy())
+        trial.traces.reset()
+        if record is not None:
+            record.append(trial)
+        trial.t0 = time.perf_counter()
+        return trial
+
+    def worker_for(k: int) -> Callable[[Trial], None]:
+        def worker(trial: Trial) -> None:
+            batch = trial.inputs[k]
+            trial.outputs[k] = trial.timed(k, lambda: trial.model.predict_on_batch(batch))
+        return worker
+
+    def check(trial: Trial) -> None:
+        problems = _weights_and_outputs(trial, trial.model, "predict_on_batch")
+        if trial.traces is not None and trial.traces.count:
+            problems.append(
+                f"the predict function was traced {trial.traces.count} time(s) while "
+                f"{len(trial.inputs)} threads served predict_on_batch after warm_up; a warm "
+                "model traces 0 times. Warm exactly the entry point you serve with, with a "
+                "batch of the serving shape"
+            )
+        _fail(problems)
+
+    return stress(setup, [worker_for(k) for k in range(threads)], check, trials=trials,
+                  seed=seed, timeout_s=_TIMEOUT_S)
+
+
+def check_entry_point(warm_up: Callable[[Any, np.ndarray], Any], **kwargs: Any) -> None:
+    """Grade ``warm_up`` (see :func:`run_entry_point`).
+
+    Raises:
+        AssertionError: With the student-facing explanation, when a trial fails.
+    """
+    seen: list[Trial] = []
+    _require(run_entry_point(warm_up, record=seen, **kwargs), "warm_up", seen)
+
+
+# --------------------------------------------------------------------------- exercise 2
+
+
+def run_shared_predictor(
+    predictor_class: Callable[[Any], Callable[[np.ndarray], Any]],
+    *,
+    trials: int = TRIALS_SHARED_PREDICTOR,
+    threads: int = THREADS,
+    seed: int = SEED,
+    record: list[Trial] | None = None,
+) -> Result:
+    """Make the first calls of a shared predictor from many threads at once.
+
+    First, on one thread: ``predictor_class(model)`` on an unbuilt :func:`tiny_sequential`
+    must not raise. Then per trial: a fresh unbuilt model
+    wrapped as ``predictor_class(model)``; ``threads`` threads released together each call
+    ``predictor(batch)`` twice on their own batch. A trial passes when no thread raised, every
+    output matches the sequential reference, the model holds :data:`EXPECTED_WEIGHTS`
+    weights, one thread traced the predict function and it was traced no more often than one
+    first ``predict_on_batch`` on one thread traces it (:func:`first_call_traces`).
+
+    Args:
+        record: When given, each trial's :class:`Trial` is appended to it.
+
+    Returns:
+        The result (``ok`` when every trial passed).
+    """
+    try:
+        predictor_class(tiny_sequential(seed))
+    except Exception as exc:  # noqa: BLE001 - the student's error, reported to the student
+        return _answer_failed("SharedPredictor(model)", exc)
+
+    counter = itertools.count()
+
+    def setup() -> Trial:
+        trial_seed, rows, features = _trial_plan(seed, next(counter))
+        inputs = batches(trial_seed, threads, rows, features)
+        model = tiny_sequential(trial_seed)
+        trial = Trial(model, inputs,
+                      _reference(tiny_sequential, trial_seed, inputs))
+        trial.traces = TraceLog(model)
+        trial.subject = predictor_class(model)
+        if record is not None:
+            record.append(trial)
+        trial.t0 = time.perf_counter()
+        return trial
+
+    def worker_for(k: int) -> Callable[[Trial], None]:
+        def worker(trial: Trial) -> None:
+            batch = trial.inputs[k]
+            for _ in range(2):
+                trial.outputs[k] = trial.timed(k, lambda: trial.subject(batch))
+        return worker
+
+    def check(trial: Trial) -> None:
+        problems = _weights_and_outputs(trial, trial.model, "the predictor")
+        traces = trial.traces
+        if traces is not None and traces.tracing_threads > 1:
+            problems.append(
+                f"{traces.tracing_threads} threads traced the predict function "
+                f"({traces.count} traces); only the first caller should, while the others wait"
+            )
+        elif traces is not None and traces.count > first_call_traces():
+            problems.append(
+                f"the predict function was traced {traces.count} times; one first "
+                f"predict_on_batch call on one thread traces it {first_call_traces()} times. "
+                "Warm the entry point you serve with"
+            )
+        _fail(problems)
+
+    return stress(setup, [worker_for(k) for k in range(threads)], check, trials=trials,
+                  seed=seed, timeout_s=_TIMEOUT_S)
+
+
+def check_shared_predictor(predictor_class: Callable[[Any], Any], **kwargs: Any) -> None:
+    """Grade a shared predictor class (see :func:`run_shared_predictor`).
+
+    Raises:
+        AssertionError: With the student-facing explanation, when a trial fails.
+    """
+    seen: list[Trial] = []
+    _require(run_shared_predictor(predictor_class, record=seen, **kwargs), "SharedPredictor",
+             seen)
+
+
+# --------------------------------------------------------------------------- exercise 3
+
+
+def run_lazy_model(
+    lazy_class: Callable[[Callable[[], keras.Model], tuple[int, ...]], Any],
+    *,
+    trials: int = TRIALS_LAZY_MODEL,
+    threads: int = THREADS,
+    seed: int = SEED,
+    record: list[Trial] | None = None,
+) -> Result:
+    """Ask a lazily built model for its model from many threads, early and late.
+
+    First, on one thread: ``lazy_class(factory, input_shape)`` must not call the factory, and
+    ``get()`` must return a built model (its weights exist), the same object twice, with the
+    factory run once. Then per trial: a factory returning a fresh unbuilt :class:`TinyNet`
+    after a short load time (its layers are slow to build, which widens the window); half the
+    threads are released together and call ``lazy.get()`` at once, the other half wait until
+    a model starts building and call ``get()`` then, while it is being built. Each thread
+    calls the model it got on its own batch. A trial passes when the factory ran once, every
+    thread got the same model, no thread raised, outputs match the sequential reference and
+    the model holds :data:`EXPECTED_WEIGHTS` weights.
+
+    Args:
+        record: When given, each trial's :class:`Trial` is appended to it.
+
+    Returns:
+        The result (``ok`` when every trial passed).
+    """
+    made: list[keras.Model] = []
+
+    def plain_factory() -> keras.Model:
+        made.append(TinyNet(seed))
+        return made[-1]
+
+    try:
+        lazy = lazy_class(plain_factory, (7,))
+        if made:
+            return Result("error", message=(
+                "LazyModel(factory, input_shape) called the factory when it was created; "
+                "create the model on the first get(), not before."))
+        first, second = lazy.get(), lazy.get()
+    except Exception as exc:  # noqa: BLE001 - the student's error, reported to the student
+        return _answer_failed("LazyModel", exc)
+    if len(made) != 1 or first is not second or first is not made[0]:
+        return Result("error", message=(
+            f"on one thread, two get() calls ran the factory {len(made)} time(s) and returned "
+            f"{'the same model' if first is second else 'different objects'}; expected one "
+            "factory call and the factory's model both times."))
+    if len(first.weights) != EXPECTED_WEIGHTS:
+        return Result("error", message=(
+            f"get() returned a model with {len(first.weights)} weights, expected "
+            f"{EXPECTED_WEIGHTS}: its weights do not exist yet, so the first threads to call "
+            "it would all create them. Build it before you hand it out, by calling it on a "
+            "batch of zeros of the input shape (model.build(shape) creates no weights for a "
+            "subclassed model without a build() method)."))
+
+    counter = itertools.count()
+    first_callers = max(1, threads // 2)
+
+    def setup() -> Trial:
+        trial_seed, rows, features = _trial_plan(seed, next(counter))
+        inputs = batches(trial_seed, threads, rows, features)
+        trial = Trial(None, inputs, _reference(TinyNet, trial_seed, inputs))
+        calls = itertools.count(1)
+
+        def factory() -> keras.Model:
+            trial.factory_calls = next(calls)
+            time.sleep(_FACTORY_LOAD_S)
+            return TinyNet(trial_seed, build_delay_s=_BUILD_DELAY_S,
+                           on_build=trial.build_started.set)
+
+        trial.subject = lazy_class(factory, (features,))
+        trial.factory_calls_in_init = trial.factory_calls
+        if record is not None:
+            record.append(trial)
+        trial.t0 = time.perf_counter()
+        return trial
+
+    def worker_for(k: int) -> Callable[[Trial], None]:
+        def worker(trial: Trial) -> None:
+            if k >= first_callers:
+                trial.build_started.wait(_LATE_WAIT_S)
+            batch = trial.inputs[k]
+
+            def use() -> Any:
+                model = trial.subject.get()
+                trial.models[k] = model
+                return model(batch)
+
+            trial.outputs[k] = trial.timed(k, use)
+        return worker
+
+    def check(trial: Trial) -> None:
+        problems = []
+        if trial.factory_calls_in_init:
+            problems.append("LazyModel called the factory when it was created")
+        elif trial.factory_calls != 1:
+            problems.append(f"the factory ran {trial.factory_calls} times, expected once")
+        distinct = {id(m) for m in trial.models if m is not None}
+        if len(distinct) > 1:
+            problems.append(f"the threads got {len(distinct)} different models from get(), "
+                            "expected one shared model")
+        model = next((m for m in trial.models if m is not None), None)
+        problems += _weights_and_outputs(trial, model, "the model from get()")
+        _fail(problems)
+
+    return stress(setup, [worker_for(k) for k in range(threads)], check, trials=trials,
+                  seed=seed, timeout_s=_TIMEOUT_S)
+
+
+def check_lazy_model(lazy_class: Callable[..., Any], **kwargs: Any) -> None:
+    """Grade a lazily built model class (see :func:`run_lazy_model`).
+
+    Raises:
+        AssertionError: With the student-facing explanation, when a trial fails.
+    """
+    seen: list[Trial] = []
+    _require(run_lazy_model(lazy_class, record=seen, **kwargs), "LazyModel", seen)

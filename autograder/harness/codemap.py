@@ -1,0 +1,192 @@
+"""Which code the scheduler controls, and which of its instructions other threads can see.
+
+Three kinds of code:
+
+* **user** code (notebook cells, the student's and the check's files): every instruction that
+  touches shared state is a point where the scheduler may switch threads;
+* **plumbing**: the standard library's threading, queue, concurrent.futures and contextlib.
+  It is traced only to notice when it is about to block on a lock, and it passes control on to
+  the user code it calls (a thread's target, a pool's task);
+* **library** code (the rest of the standard library, site-packages, the harness): it runs
+  atomically, as one step, including anything it calls back.
+
+Switching only before *visible* instructions (reads and writes of attributes, globals, items,
+closures, calls) loses no interleaving: instructions that only touch a thread's own locals and
+stack commute with everything other threads do.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures._base
+import concurrent.futures.thread
+import contextlib
+import dis
+import os
+import queue
+import site
+import sys
+import sysconfig
+import threading
+import types
+
+USER, PLUMBING, LIBRARY = 0, 1, 2
+
+# Instruction categories (entries of CodeInfo.ops); None means invisible to other threads.
+VISIBLE, CALL, WITH, GLOBAL, ATTR, OPERANDS, CONTAINER, ITERATOR, LOOP = range(9)
+
+_HARNESS_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_PLUMBING_FILES = frozenset(
+    os.path.abspath(module.__file__)
+    for module in (threading, queue, concurrent.futures.thread, concurrent.futures._base,
+                   contextlib)
+)
+
+_INVISIBLE = frozenset(dis.opmap[name] for name in (
+    "CACHE", "NOP", "RESUME", "LOAD_FAST", "STORE_FAST", "DELETE_FAST", "LOAD_CONST",
+    "PUSH_NULL", "COPY", "SWAP", "KW_NAMES", "PRECALL", "EXTENDED_ARG", "JUMP_FORWARD",
+    "BUILD_TUPLE", "BUILD_LIST", "BUILD_SET",
+    "BUILD_MAP", "BUILD_CONST_KEY_MAP", "BUILD_STRING", "BUILD_SLICE", "LIST_APPEND",
+    "SET_ADD", "MAP_ADD", "LIST_TO_TUPLE", "LOAD_CLOSURE", "MAKE_CELL", "COPY_FREE_VARS",
+    "MAKE_FUNCTION", "LOAD_ASSERTION_ERROR", "LOAD_METHOD", "RETURN_VALUE", "POP_TOP",
+    "RETURN_GENERATOR", "PUSH_EXC_INFO", "POP_EXCEPT", "CHECK_EXC_MATCH", "RERAISE",
+    "IS_OP", "POP_JUMP_FORWARD_IF_NONE", "POP_JUMP_FORWARD_IF_NOT_NONE",
+    "POP_JUMP_BACKWARD_IF_NONE", "POP_JUMP_BACKWARD_IF_NOT_NONE", "LOAD_BUILD_CLASS",
+) if name in dis.opmap)
+
+# Instructions that read their operands' contents: invisible when the operands are immutable.
+_OPERANDS = {name: count for name, count in (
+    ("BINARY_OP", 2), ("COMPARE_OP", 2), ("UNARY_NEGATIVE", 1), ("UNARY_NOT", 1),
+    ("UNARY_INVERT", 1), ("UNARY_POSITIVE", 1), ("POP_JUMP_FORWARD_IF_TRUE", 1),
+    ("POP_JUMP_FORWARD_IF_FALSE", 1), ("POP_JUMP_BACKWARD_IF_TRUE", 1),
+    ("POP_JUMP_BACKWARD_IF_FALSE", 1), ("JUMP_IF_TRUE_OR_POP", 1),
+    ("JUMP_IF_FALSE_OR_POP", 1), ("FORMAT_VALUE", 1),
+) if name in dis.opmap}
+# Instructions that read the container on top of the stack (or under the key).
+_CONTAINER = {name: depth for name, depth in (
+    ("BINARY_SUBSCR", 1), ("UNPACK_SEQUENCE", 0), ("GET_ITER", 0), ("CONTAINS_OP", 0),
+) if name in dis.opmap}
+
+
+# Plumbing lines that may block: they call one of these (or enter a ``with``).
+_BLOCKING_NAMES = frozenset({"acquire", "acquire_lock", "__enter__", "_acquire_restore", "get",
+                             "waiter", "lock"})
+
+
+def _library_prefixes() -> tuple[str, ...]:
+    paths = set(sysconfig.get_paths().values())
+    paths.update(site.getsitepackages())
+    if site.ENABLE_USER_SITE and site.USER_SITE:
+        paths.add(site.USER_SITE)
+    for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}:
+        version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+        paths.add(os.path.join(prefix, "lib", version))
+    stdlib = os.path.dirname(os.path.abspath(os.__file__))
+    paths.add(stdlib)
+    keep = {p for p in paths if p and os.path.isabs(p) and "include" not in os.path.basename(p)}
+    keep.discard(sys.prefix)
+    scripts = sysconfig.get_paths().get("scripts")
+    keep.discard(scripts)
+    data = sysconfig.get_paths().get("data")
+    keep.discard(data)
+    return tuple(sorted(os.path.abspath(p) + os.sep for p in keep)) + (_HARNESS_DIR,)
+
+
+_LIBRARY_PREFIXES = _library_prefixes()
+
+
+def kind_of_file(filename: str) -> int:
+    """USER, PLUMBING or LIBRARY for a code object's ``co_filename``."""
+    if filename.startswith("<"):
+        return LIBRARY if filename.startswith("<frozen") else USER
+    path = os.path.abspath(filename)
+    if path in _PLUMBING_FILES:
+        return PLUMBING
+    if path.startswith(_LIBRARY_PREFIXES):
+        return LIBRARY
+    parts = path.split(os.sep)
+    if "site-packages" in parts or "dist-packages" in parts:
+        return LIBRARY
+    if "__autograph_generated_file" in path:
+        return LIBRARY
+    return USER
+
+
+class CodeInfo:
+    """What the scheduler needs to know about one code object.
+
+    Attributes:
+        kind: USER, PLUMBING or LIBRARY.
+        ops: For each instruction slot (``f_lasti // 2``), None when other threads cannot see
+            the instruction, else a tuple whose first item is its category.
+    """
+
+    __slots__ = ("kind", "ops", "blocking_lines")
+
+    def __init__(self, code: types.CodeType):
+        self.kind = kind_of_file(code.co_filename)
+        self.ops: list[tuple | None] = []
+        self.blocking_lines: frozenset[int] = frozenset()
+        if self.kind == LIBRARY:
+            return
+        self.ops = [None] * (len(code.co_code) // 2)
+        kwnames: tuple = ()
+        line_names: dict[int | None, set[str]] = {}
+        line = None
+        for instruction in dis.get_instructions(code):
+            if instruction.starts_line is not None:
+                line = instruction.starts_line
+            entry = _categorise(instruction, code, kwnames)
+            if instruction.opname == "KW_NAMES":
+                kwnames = code.co_consts[instruction.arg]
+            elif instruction.opname not in ("PRECALL", "EXTENDED_ARG", "CACHE"):
+                kwnames = ()
+            if instruction.opname in ("LOAD_METHOD", "LOAD_ATTR", "LOAD_GLOBAL", "LOAD_FAST"):
+                line_names.setdefault(line, set()).add(instruction.argval)
+            elif instruction.opname == "BEFORE_WITH":
+                line_names.setdefault(line, set()).add("__enter__")
+            if self.kind == PLUMBING and (entry is None or entry[0] not in (CALL, WITH)):
+                continue
+            self.ops[instruction.offset // 2] = entry
+        if self.kind == PLUMBING:
+            self.blocking_lines = frozenset(
+                n for n, names in line_names.items() if n is not None and names & _BLOCKING_NAMES)
+
+
+def _categorise(instruction: dis.Instruction, code: types.CodeType,
+                kwnames: tuple) -> tuple | None:
+    opcode, name = instruction.opcode, instruction.opname
+    if opcode in _INVISIBLE:
+        return None
+    if name in ("JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT"):
+        return (LOOP,)
+    if name == "CALL":
+        return (CALL, instruction.arg, kwnames)
+    if name == "BEFORE_WITH":
+        return (WITH,)
+    if name == "LOAD_GLOBAL":
+        return (GLOBAL, code.co_names[instruction.arg >> 1])
+    if name == "LOAD_ATTR":
+        return (ATTR, instruction.argval)
+    if name in _OPERANDS:
+        return (OPERANDS, _OPERANDS[name])
+    if name in _CONTAINER:
+        return (CONTAINER, _CONTAINER[name])
+    if name == "FOR_ITER":
+        return (ITERATOR,)
+    return (VISIBLE,)
+
+
+infos: dict[int, tuple[types.CodeType, CodeInfo]] = {}
+"""Cache of :class:`CodeInfo` by ``id(code)``, holding the code object so the id stays unique.
+
+Keyed by identity, not equality: two code objects from different files compare equal when
+their bytecode, names and line numbers match, yet one can be user code and the other library.
+"""
+
+
+def info(code: types.CodeType) -> CodeInfo:
+    """The (cached) :class:`CodeInfo` of a code object."""
+    entry = infos.get(id(code))
+    if entry is None:
+        entry = infos[id(code)] = (code, CodeInfo(code))
+    return entry[1]

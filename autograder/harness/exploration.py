@@ -1,0 +1,349 @@
+"""``explore`` and ``replay``: the controlled scheduler's public face."""
+
+from __future__ import annotations
+
+import linecache
+import os
+import random
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from . import report, tamper
+from .result import Result, issue
+from .scheduler import Outcome, Run, Strategy
+from .search import Exhaustive, PriorityChange, RandomWalk, Replay
+from .timeline import Mark, Segment, Timeline
+
+STRATEGIES = ("auto", "random", "pct", "exhaustive")
+_ROTATIONS = {
+    "auto": ("random", "pct3", "random", "exhaustive", "random", "pct2", "random", "random"),
+    "random": ("random",),
+    "pct": ("pct2", "pct3"),
+    "exhaustive": ("exhaustive",),
+}
+_PREEMPTION_BOUND = 3
+# "auto" first gives exhaustive search this many schedules alone: tiny spaces get covered.
+_EXHAUSTIVE_FIRST = 16
+_TOKEN_PREFIX = "v1:"
+_NARRATIVE_LIMIT = 8
+
+
+def explore(
+    setup: Callable[[], Any],
+    workers: Sequence[Callable[[Any], Any]],
+    check: Callable[[Any], Any],
+    *,
+    seed: int = 0,
+    max_schedules: int = 500,
+    timeout_s: float = 60.0,
+    strategy: str = "auto",
+) -> Result:
+    """Search the interleavings of ``workers`` for one that breaks ``check``.
+
+    One thread runs at a time. Before every instruction of user code that another thread could
+    see (code outside the standard library, site-packages and the harness; notebook cells count
+    as user code), a seeded choice decides which thread runs next. Library calls (TF ops, Keras
+    internals) run atomically. Locks, conditions, semaphores, events, barriers and queues work
+    whether they were made in ``setup``, in a worker or before ``explore`` was called; threads
+    the workers start are scheduled too.
+
+    Keras and TensorFlow set up global state on first use (building a model, tracing a
+    function): warm those code paths once before calling ``explore``, or schedules cannot be
+    repeated and races inside them are out of reach (use :func:`stress` for those).
+
+    Args:
+        setup: Returns fresh shared state; called once per schedule.
+        workers: Callables ``worker(state)``, each run on its own thread.
+        check: ``check(state)`` raises ``AssertionError`` (or returns ``False``) when the
+            invariant is broken; called after every schedule in which all threads finished.
+        seed: Seeds the random and PCT strategies (same seed, same schedules).
+        max_schedules: How many schedules to run at most.
+        timeout_s: Wall-clock budget; running out is a ``"timeout"``, never a pass.
+        strategy: ``"auto"`` (16 schedules of exhaustive search, which covers small spaces
+            outright, then exhaustive search interleaved with PCT and seeded random runs),
+            ``"random"``, ``"pct"`` or ``"exhaustive"``. An addition to the course's API;
+            leave it at ``"auto"`` in checks.
+
+    Returns:
+        The :class:`Result`. A failing one carries the schedule for :func:`replay`.
+    """
+    workers = _validate(workers)
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy must be one of {STRATEGIES}, not {strategy!r}")
+    found = tamper.problems()
+    if found:
+        return issue("error", message=tamper.message(found))
+    deadline = tamper.monotonic() + timeout_s
+    search = _Search(seed, strategy)
+    runs = 0
+    while runs < max_schedules:
+        chooser = search.next()
+        if chooser is None:
+            break
+        runs += 1
+        outcome, verdict, seen = _run_once(setup, workers, check, chooser, deadline)
+        if verdict != "pass":
+            return _failure(verdict, outcome, seen, runs, timeout_s)
+        search.after(chooser, outcome)
+        if tamper.monotonic() > deadline and runs < max_schedules and not search.covered:
+            return issue("timeout", schedules_run=runs, message=(
+                f"Ran out of time: {report.plural(runs, 'schedule')} ran in {timeout_s:g} s "
+                "without finding a problem, but the search was not finished, so this is not "
+                "a pass. Make the workers smaller or give explore a larger timeout_s."))
+    coverage = (f"every one of the {report.plural(runs, 'possible schedule')} was tried"
+                if search.covered else
+                f"{report.plural(runs, 'schedule')} were tried (a sample of the interleavings)")
+    return issue("pass", schedules_run=runs, covered=search.covered,
+                 message=f"No race found: {coverage}, and the check held every time.")
+
+
+def replay(
+    setup: Callable[[], Any],
+    workers: Sequence[Callable[[Any], Any]],
+    check: Callable[[Any], Any],
+    schedule: str | Result,
+    *,
+    timeout_s: float = 60.0,
+) -> Result:
+    """Run exactly the schedule of a failing :func:`explore` result again.
+
+    Args:
+        setup: The same ``setup`` as the explore call.
+        workers: The same workers.
+        check: The same check.
+        schedule: The ``schedule`` token of a failing result (or the result itself).
+        timeout_s: Wall-clock budget.
+
+    Returns:
+        The same verdict as the run that produced the schedule, every time.
+    """
+    workers = _validate(workers)
+    token = schedule.schedule if isinstance(schedule, Result) else schedule
+    switches = parse_token(token)
+    found = tamper.problems()
+    if found:
+        return issue("error", message=tamper.message(found))
+    deadline = tamper.monotonic() + timeout_s
+    chooser = Replay(switches)
+    outcome, verdict, seen = _run_once(setup, workers, check, chooser, deadline)
+    note = ""
+    if chooser.deviation:
+        note = ("\nNote: the program did not repeat itself exactly "
+                f"({chooser.deviation}); code whose behaviour depends on more than the thread "
+                "order (first use of Keras/TF, the clock, randomness, the order of a set) "
+                "cannot always be replayed step by step.")
+    if verdict == "pass":
+        return issue("pass", schedules_run=1, message=(
+            "The replayed schedule ran to the end and the check held." + note))
+    failed = _failure(verdict, outcome, seen, 1, timeout_s)
+    if not note:
+        return failed
+    return issue(failed.verdict, schedule=failed.schedule, schedules_run=1,
+                 message=failed.message + note, timeline=failed._timeline)
+
+
+def make_token(switches: list[tuple[int, int]]) -> str:
+    """The replay token for a run's switches, e.g. ``"v1:1>0,7>1"``."""
+    return _TOKEN_PREFIX + ",".join(f"{step}>{thread}" for step, thread in switches)
+
+
+def parse_token(token: object) -> dict[int, int]:
+    """Inverse of :func:`make_token`."""
+    if isinstance(token, dict) and token.get("engine") == "stress":
+        raise ValueError("this schedule came from stress(): real threads cannot be replayed "
+                         "step by step; call stress(...) again with the same seed instead")
+    if not isinstance(token, str) or not token.startswith(_TOKEN_PREFIX):
+        raise ValueError(f"not a schedule token: {token!r}")
+    switches = {}
+    body = token[len(_TOKEN_PREFIX):]
+    for part in filter(None, body.split(",")):
+        step, _, thread = part.partition(">")
+        switches[int(step)] = int(thread)
+    return switches
+
+
+def _validate(workers: Sequence[Callable[[Any], Any]]) -> list[Callable[[Any], Any]]:
+    workers = list(workers)
+    if not workers:
+        raise ValueError("explore needs at least one worker")
+    for worker in workers:
+        if not callable(worker):
+            raise TypeError(f"workers must be callables, got {worker!r}")
+    return workers
+
+
+class _Search:
+    """Hands out one strategy per schedule, in rotation, and tracks exhaustive coverage."""
+
+    def __init__(self, seed: int, strategy: str):
+        self.seed = seed
+        self.rotation = _ROTATIONS[strategy]
+        self.dfs: Exhaustive | None = Exhaustive() if "exhaustive" in self.rotation else None
+        self.horizon = 1
+        self.count = 0
+        self.covered = False
+
+    def next(self) -> Strategy | None:
+        if self.covered or (self.dfs is None and self.rotation == ("exhaustive",)):
+            return None
+        if self.dfs is not None and self.count < _EXHAUSTIVE_FIRST and len(self.rotation) > 1:
+            self.count += 1
+            return self.dfs
+        for _ in range(len(self.rotation)):
+            name = self.rotation[self.count % len(self.rotation)]
+            self.count += 1
+            if name == "exhaustive":
+                if self.dfs is not None:
+                    return self.dfs
+                continue
+            rng = random.Random(f"explore/{self.seed}/{self.count}")
+            if name == "random":
+                return RandomWalk(rng, _PREEMPTION_BOUND, self.horizon)
+            return PriorityChange(rng, 2 if name == "pct2" else 3, self.horizon)
+        return None
+
+    def after(self, chooser: Strategy, outcome: Outcome) -> None:
+        if self.count == 1:
+            self.horizon = max(1, outcome.last_step)
+        if chooser is self.dfs and not self.dfs.advance():
+            self.covered = not self.dfs.deviated
+            self.dfs = None
+
+
+def _run_once(setup: Callable[[], Any], workers: list[Callable[[Any], Any]],
+              check: Callable[[Any], Any], chooser: Strategy,
+              deadline: float) -> tuple[Outcome, str, object]:
+    """One schedule: fresh state, a controlled run, then the check."""
+    try:
+        state = setup()
+    except Exception as error:  # reported, fail closed
+        outcome = Outcome(kind="error", error=error, detail="setup")
+        return outcome, "error", None
+    outcome = Run(state, workers, chooser, deadline).execute()
+    problems = outcome.tampering + tamper.problems()
+    if problems:
+        outcome.detail = tamper.message(problems)
+        return outcome, "tampered", None
+    if outcome.kind != "done":
+        return outcome, outcome.kind, None
+    try:
+        verdict = check(state)
+    except AssertionError as failure:
+        return outcome, "race", failure
+    except Exception as error:  # a check crashing on broken state fails closed
+        outcome.error, outcome.detail = error, "check"
+        return outcome, "error", None
+    if verdict is False:
+        return outcome, "race", False
+    return outcome, "pass", None
+
+
+def _failure(verdict: str, outcome: Outcome, seen: object, runs: int,
+             timeout_s: float) -> Result:
+    if verdict == "tampered":
+        return issue("error", schedules_run=runs, message=outcome.detail)
+    if verdict == "error" and outcome.detail == "setup":
+        return issue("error", schedules_run=runs, message=(
+            f"setup() raised {report.exception_line(outcome.error)}, so nothing was tested. "
+            "This is a problem in the check's setup, not a race."))
+    token = make_token(outcome.switches)
+    replay_call = f"replay(setup, workers, check, schedule={token!r})"
+    found_after = f"found in schedule {runs}"
+    timeline = _timeline(outcome, verdict)
+    common: dict[str, Any] = {"schedule": token, "schedules_run": runs, "timeline": timeline}
+    how = _narrative(outcome)
+    replay_hint = (f"Replay exactly this interleaving (same verdict every time):\n"
+                   f"    {replay_call}\nSee it: result.figure()")
+
+    if verdict == "race":
+        return issue("race", **common, message=(
+            f"Race found ({found_after}): the threads interleaved in a way that broke the "
+            "check.\n"
+            f"  What the check saw: {report.check_failure(seen)}\n"
+            f"How it happened:\n{how}\n{replay_hint}"))
+    if verdict == "deadlock":
+        waits = "\n".join(f"  {outcome.names[i]} waits to {what}"
+                          for i, what in sorted(outcome.blocked.items()))
+        return issue("deadlock", **common, message=(
+            f"Deadlock ({found_after}): every live thread is blocked, so the program would "
+            f"hang forever.\n{waits}\nWhere each thread is stuck:\n{outcome.detail}\n"
+            f"How it got there:\n{how}\n{replay_hint}"))
+    if verdict == "error" and outcome.detail == "check":
+        return issue("error", **common, message=(
+            f"The check raised {report.exception_line(outcome.error)} ({found_after}). It "
+            "could not even read the shared state, which usually means a race left it "
+            f"broken.\nHow it happened:\n{how}\n{replay_hint}"))
+    if verdict == "error":
+        error = outcome.error
+        name = outcome.names[outcome.error_thread] if outcome.error_thread is not None else "?"
+        at = report.error_location(error)
+        return issue("error", **common, message=(
+            f"{name} raised {report.exception_line(error)}{' at ' + at if at else ''} "
+            f"({found_after}).\nHow it happened:\n{how}\n{replay_hint}"))
+    stuck = "\n".join(f"  {outcome.names[i]}: {what}"
+                      for i, what in sorted(outcome.blocked.items()))
+    return issue("timeout", **common, message=(
+        f"Ran out of time ({timeout_s:g} s) in schedule {runs}: this is never a pass.\n"
+        f"{stuck}\nWhere the threads were:\n{outcome.detail}\n"
+        "A thread that loops forever, or waits on something outside Python, keeps the "
+        "schedule from finishing."))
+
+
+def _narrative(outcome: Outcome) -> str:
+    by_step = {step.step: step for step in outcome.steps}
+    lines = []
+    running: int | None = None
+    for step, thread in outcome.switches:
+        name = outcome.names[thread] if thread < len(outcome.names) else f"thread {thread}"
+        paused = by_step.get(step)
+        if running is None or paused is None:
+            lines.append(f"  {name} runs.")
+        else:
+            who = outcome.names[paused.thread]
+            if paused.note == "finished":
+                lines.append(f"  {who} finishes; {name} runs.")
+            elif paused.note:
+                waits = paused.note.removeprefix("blocked: ")
+                lines.append(f"  {who} is blocked at {_where(paused)}: it waits to {waits}; "
+                             f"{name} runs.")
+            else:
+                lines.append(f"  {who} is paused before {_where(paused)}; {name} runs.")
+        running = thread
+    if len(lines) > _NARRATIVE_LIMIT:
+        hidden = len(lines) - _NARRATIVE_LIMIT
+        lines = lines[:_NARRATIVE_LIMIT // 2] + [f"  ... {hidden} more switches ..."] + \
+            lines[-_NARRATIVE_LIMIT // 2:]
+    return "\n".join(lines)
+
+
+def _where(step: Any) -> str:
+    source = linecache.getline(step.filename, step.lineno).strip()
+    place = f"{os.path.basename(step.filename)} line {step.lineno} in {step.function}"
+    return f"{place} (`{source}`)" if source else place
+
+
+def _timeline(outcome: Outcome, verdict: str) -> Timeline:
+    timeline = Timeline(lanes=list(outcome.names), xlabel="scheduler step",
+                        title=f"controlled schedule: {verdict}")
+    switches = sorted(outcome.switches)
+    end = max(outcome.last_step, switches[-1][0] if switches else 0) + 1
+    lines: dict[int, list[int]] = {}
+    for step in outcome.steps:
+        if step.lineno:
+            lines.setdefault(step.step, []).append(step.lineno)
+    for (start, thread), following in zip(switches, [*switches[1:], (end, -1)], strict=False):
+        stop = following[0]
+        seen = [n for s in range(start, stop) for n in lines.get(s, [])]
+        label = ""
+        if seen:
+            label = f"l.{min(seen)}" if min(seen) == max(seen) else f"l.{min(seen)}-{max(seen)}"
+        timeline.segments.append(Segment(thread, start, stop, label))
+    timeline.switches = [step for step, _ in switches[1:]]
+    if verdict == "error" and outcome.error_thread is not None:
+        timeline.marks.append(Mark(outcome.error_thread, end, type(outcome.error).__name__))
+    elif verdict == "deadlock":
+        for thread in outcome.blocked:
+            timeline.marks.append(Mark(thread, end, "blocked"))
+    elif switches:
+        timeline.marks.append(Mark(switches[-1][1], end, "check failed"))
+    return timeline

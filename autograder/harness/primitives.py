@@ -1,0 +1,174 @@
+"""Spot an instruction that is about to block on a real lock, and say when it could proceed.
+
+Every primitive in ``threading`` and ``queue`` (Lock, RLock, Condition, Semaphore,
+BoundedSemaphore, Event, Barrier, Queue, Thread.join) ends in a C-level ``acquire`` of a
+``_thread.lock`` or ``_thread.RLock``; a ``ThreadPoolExecutor``'s workers wait in
+``SimpleQueue.get``. The scheduler looks at each call and ``with`` in user code and in that
+plumbing *before* it runs. When the call would block, the thread does not make it yet: it is
+parked as blocked with a readiness test, and other threads run until the test passes. So a
+lock made before ``explore`` was called (a module-level lock, one from an earlier notebook
+cell) is handled exactly like one made in ``setup``, and a blocked thread never holds the turn.
+"""
+
+from __future__ import annotations
+
+import _queue
+import _thread
+import re
+import threading
+import types
+from collections.abc import Callable
+
+from . import frames, tamper
+
+_LOCK_TYPES = (_thread.LockType, _thread.RLock)
+_ACQUIRING = frozenset({"acquire", "acquire_lock", "__enter__", "_acquire_restore"})
+_DESCRIPTORS = {
+    vars(lock_type)[name]: name
+    for lock_type in _LOCK_TYPES
+    for name in _ACQUIRING
+    if name in vars(lock_type)
+}
+_SIMPLE_QUEUE_GET = vars(_queue.SimpleQueue)["get"]
+_JOIN_CODE = threading.Thread._wait_for_tstate_lock.__code__
+_OWNER = re.compile(r"owner=(\d+)")
+_POOL_WORKER_CODE = __import__("concurrent.futures.thread").futures.thread._worker.__code__
+
+
+class Wait:
+    """A blocked thread's readiness test.
+
+    Attributes:
+        ready: Returns True once the blocking call would return at once.
+        what: Plain words for messages (``"acquire <lock>"``).
+        timed: True when the call has a timeout: it may give up instead of deadlocking.
+        idle: True for a pool worker waiting for work (not a deadlock when it stays so).
+    """
+
+    __slots__ = ("ready", "what", "timed", "idle")
+
+    def __init__(self, ready: Callable[[], bool], what: str, *, timed: bool = False,
+                 idle: bool = False):
+        self.ready = ready
+        self.what = what
+        self.timed = timed
+        self.idle = idle
+
+
+def _lock_ready(lock: object) -> Callable[[], bool]:
+    """Whether ``lock`` could be taken now by the calling thread (the one about to block).
+
+    The test runs in whichever thread is choosing, so an RLock's owner is compared with the
+    waiting thread's id, read from the lock's repr (``owner=<ident>``): the C type offers no
+    other way to see it.
+    """
+    if isinstance(lock, _thread.RLock):
+        waiter = tamper.get_ident()
+        return lambda: _rlock_free_for(lock, waiter)
+    return lambda: not lock.locked()
+
+
+def _rlock_free_for(lock: object, waiter: int) -> bool:
+    match = _OWNER.search(repr(lock))
+    if match:
+        return int(match.group(1)) in (0, waiter)
+    if lock.acquire(False):  # no owner in the repr: test from here (right unless we own it)
+        lock.release()
+        return True
+    return False
+
+
+def _arguments(frame: types.FrameType, count: int, kwnames: tuple) -> tuple[object, list, dict]:
+    """The callable, positional and keyword arguments of the CALL about to run in ``frame``."""
+    callable_slot = frames.peek(frame, count + 1)
+    self_slot = frames.peek(frame, count)
+    values = [frames.peek(frame, count - 1 - i) for i in range(count)]
+    keywords = dict(zip(kwnames, values[len(values) - len(kwnames):], strict=True))
+    positional = values[:len(values) - len(kwnames)]
+    if callable_slot is None:
+        return self_slot, positional, keywords
+    return callable_slot, [self_slot, *positional], keywords
+
+
+def _option(positional: list, keywords: dict, index: int, name: str, default: object) -> object:
+    if len(positional) > index:
+        return positional[index]
+    return keywords.get(name, default)
+
+
+def at_call(frame: types.FrameType, count: int, kwnames: tuple,
+            finished_thread: Callable[[object], bool | None]) -> tuple[object, Wait | None]:
+    """The function a CALL instruction is about to call, and its Wait if it may block.
+
+    Args:
+        frame: The frame paused before the CALL.
+        count: The CALL's argument count.
+        kwnames: Keyword names of the call.
+        finished_thread: Maps a ``threading.Thread`` to whether the scheduler saw it finish
+            (None when the scheduler does not control it).
+
+    Returns:
+        ``(function, wait)``; ``wait`` is None when the call cannot block on a lock.
+    """
+    function, positional, keywords = _arguments(frame, count, kwnames)
+    if function is frames.UNKNOWN:
+        return function, None
+    owner: object = None
+    name = _DESCRIPTORS.get(function)
+    if name is not None and positional:
+        owner, positional = positional[0], positional[1:]
+    elif isinstance(function, types.BuiltinMethodType) and isinstance(
+            function.__self__, _LOCK_TYPES) and function.__name__ in _ACQUIRING:
+        owner, name = function.__self__, function.__name__
+    if owner is not None:
+        return function, _lock_wait(frame, owner, name, positional, keywords, finished_thread)
+    if function is _SIMPLE_QUEUE_GET and positional:
+        return function, _queue_wait(frame, positional[0], positional[1:], keywords)
+    if (isinstance(function, types.BuiltinMethodType)
+            and isinstance(function.__self__, _queue.SimpleQueue) and function.__name__ == "get"):
+        return function, _queue_wait(frame, function.__self__, positional, keywords)
+    return function, None
+
+
+def at_with(frame: types.FrameType) -> Wait | None:
+    """The Wait for a ``with`` statement entering a lock that is held, or None."""
+    manager = frames.peek(frame, 0)
+    if isinstance(manager, _LOCK_TYPES):
+        return Wait(_lock_ready(manager), f"enter `with` on {_name(manager)}")
+    return None
+
+
+def _lock_wait(frame: types.FrameType, lock: object, name: str, positional: list,
+               keywords: dict, finished_thread: Callable[[object], bool | None]) -> Wait | None:
+    if name == "_acquire_restore":
+        blocking, timeout = True, -1
+    elif name == "__enter__":
+        blocking, timeout = True, -1
+    else:
+        blocking = _option(positional, keywords, 0, "blocking", True)
+        timeout = _option(positional, keywords, 1, "timeout", -1)
+    if not blocking or timeout == 0:
+        return None
+    timed = timeout is not None and timeout >= 0
+    if frame.f_code is _JOIN_CODE:
+        thread = frame.f_locals.get("self")
+        finished = finished_thread(thread)
+        if finished is not None:
+            return Wait(lambda: bool(finished_thread(thread)),
+                        f"join thread {getattr(thread, 'name', '?')}", timed=timed)
+    return Wait(_lock_ready(lock), f"acquire {_name(lock)}", timed=timed)
+
+
+def _queue_wait(frame: types.FrameType, simple_queue: object, positional: list,
+                keywords: dict) -> Wait | None:
+    block = _option(positional, keywords, 0, "block", True)
+    timeout = _option(positional, keywords, 1, "timeout", None)
+    if not block:
+        return None
+    return Wait(lambda: simple_queue.qsize() > 0, "take an item from a SimpleQueue",
+                timed=timeout is not None, idle=frame.f_code is _POOL_WORKER_CODE)
+
+
+def _name(lock: object) -> str:
+    kind = "RLock" if isinstance(lock, _thread.RLock) else "Lock"
+    return f"{kind} at {id(lock):#x}"

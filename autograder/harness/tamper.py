@@ -1,0 +1,276 @@
+"""Tamper guard: the harness's own references, and a check that nobody replaced them.
+
+Student code runs in the same kernel as the grader. A notebook that does
+``threading.Lock = NoopLock`` or replaces ``autograder.harness.explore`` must not get a pass.
+This module takes the harness's references to the threading primitives, the trace hooks and
+``sys.setswitchinterval`` once, at import, checks that each one really comes from the standard
+library (so a replacement made before the harness was imported is caught too), and reports every
+name that code under test has replaced since.
+"""
+
+from __future__ import annotations
+
+import _thread
+import concurrent.futures
+import inspect
+import queue
+import sys
+import threading
+import time
+import types
+from collections.abc import Callable, Iterable
+
+# The harness uses these names, never the module attributes, so a replacement cannot reach it.
+allocate_lock = _thread.allocate_lock
+start_new_thread = _thread.start_new_thread
+get_ident = _thread.get_ident
+LockType = _thread.LockType
+RLockType = _thread.RLock
+Thread = threading.Thread
+Barrier = threading.Barrier
+BrokenBarrierError = threading.BrokenBarrierError
+threading_settrace = threading.settrace
+threading_gettrace = threading.gettrace
+settrace = sys.settrace
+gettrace = sys.gettrace
+setswitchinterval = sys.setswitchinterval
+getswitchinterval = sys.getswitchinterval
+current_frames = sys._current_frames
+perf_counter = time.perf_counter
+monotonic = time.monotonic
+
+def _is_builtin(obj: object, module: types.ModuleType, name: str) -> bool:
+    return (
+        isinstance(obj, types.BuiltinFunctionType)
+        and obj.__self__ is module
+        and obj.__name__ == name
+    )
+
+
+def _is_c_type(obj: object, module_name: str) -> bool:
+    """A type implemented in C: its methods are method descriptors, which Python cannot make."""
+    if not isinstance(obj, type) or obj.__module__ != module_name:
+        return False
+    methods = [v for v in vars(obj).values() if callable(v)]
+    return bool(methods) and all(
+        isinstance(v, (types.MethodDescriptorType, types.WrapperDescriptorType,
+                       types.BuiltinFunctionType, types.ClassMethodDescriptorType,
+                       staticmethod, classmethod))
+        for v in methods
+    )
+
+
+def _from_file(obj: object, module: types.ModuleType) -> bool:
+    """A function or class whose code lives in ``module``'s own source file."""
+    filename = getattr(module, "__file__", None)
+    if filename is None:
+        return False
+    if isinstance(obj, types.FunctionType):
+        return obj.__code__.co_filename == filename and obj.__module__ == module.__name__
+    if isinstance(obj, type):
+        functions = [v for v in vars(obj).values() if isinstance(v, types.FunctionType)]
+        return (
+            obj.__module__ == module.__name__
+            and bool(functions)
+            and all(f.__code__.co_filename == filename for f in functions)
+        )
+    return False
+
+
+def _sys_builtin(name: str) -> Callable[[object], bool]:
+    return lambda obj: _is_builtin(obj, sys, name)
+
+
+def _thread_builtin(name: str) -> Callable[[object], bool]:
+    return lambda obj: _is_builtin(obj, _thread, name)
+
+
+def _python_in(module: types.ModuleType) -> Callable[[object], bool]:
+    return lambda obj: _from_file(obj, module)
+
+
+class _Watched:
+    """One name the harness depends on: where it lives, its value at import, how to vet it."""
+
+    def __init__(self, module: types.ModuleType, name: str, genuine: Callable[[object], bool]):
+        self.module = module
+        self.name = name
+        self.genuine = genuine
+        self.original = getattr(module, name)
+
+    @property
+    def label(self) -> str:
+        return f"{self.module.__name__}.{self.name}"
+
+    def problem(self) -> str | None:
+        current = getattr(self.module, self.name, None)
+        if current is not self.original:
+            return f"{self.label} was replaced (it is now {describe(current)})"
+        if not self.genuine(current):
+            return f"{self.label} is not the standard library's (it is {describe(current)})"
+        return None
+
+
+_WATCHED: list[_Watched] = [
+    _Watched(_thread, "allocate_lock", _thread_builtin("allocate_lock")),
+    _Watched(_thread, "start_new_thread", _thread_builtin("start_new_thread")),
+    _Watched(_thread, "get_ident", _thread_builtin("get_ident")),
+    _Watched(_thread, "LockType", lambda obj: _is_c_type(obj, "_thread")),
+    _Watched(_thread, "RLock", lambda obj: _is_c_type(obj, "_thread")),
+    _Watched(threading, "Lock", lambda obj: obj is _thread.allocate_lock),
+    _Watched(threading, "RLock", _python_in(threading)),
+    _Watched(threading, "Condition", _python_in(threading)),
+    _Watched(threading, "Semaphore", _python_in(threading)),
+    _Watched(threading, "BoundedSemaphore", _python_in(threading)),
+    _Watched(threading, "Event", _python_in(threading)),
+    _Watched(threading, "Barrier", _python_in(threading)),
+    _Watched(threading, "Thread", _python_in(threading)),
+    _Watched(threading, "settrace", _python_in(threading)),
+    _Watched(threading, "gettrace", _python_in(threading)),
+    _Watched(threading, "current_thread", _python_in(threading)),
+    _Watched(queue, "Queue", _python_in(queue)),
+    _Watched(queue, "SimpleQueue", lambda obj: _is_c_type(obj, "_queue")),
+    _Watched(concurrent.futures, "ThreadPoolExecutor",
+             lambda obj: isinstance(obj, type) and obj.__module__ == "concurrent.futures.thread"),
+    _Watched(sys, "settrace", _sys_builtin("settrace")),
+    _Watched(sys, "gettrace", _sys_builtin("gettrace")),
+    _Watched(sys, "setprofile", _sys_builtin("setprofile")),
+    _Watched(sys, "setswitchinterval", _sys_builtin("setswitchinterval")),
+    _Watched(sys, "getswitchinterval", _sys_builtin("getswitchinterval")),
+    _Watched(sys, "_current_frames", _sys_builtin("_current_frames")),
+    _Watched(time, "perf_counter", lambda obj: _is_builtin(obj, time, "perf_counter")),
+    _Watched(time, "monotonic", lambda obj: _is_builtin(obj, time, "monotonic")),
+]
+
+# The harness's own references must be the genuine ones too (they were taken at import).
+_OWN: dict[str, tuple[object, Callable[[object], bool]]] = {
+    "_thread.allocate_lock": (allocate_lock, _thread_builtin("allocate_lock")),
+    "_thread.start_new_thread": (start_new_thread, _thread_builtin("start_new_thread")),
+    "_thread.get_ident": (get_ident, _thread_builtin("get_ident")),
+    "threading.Thread": (Thread, _python_in(threading)),
+    "threading.Barrier": (Barrier, _python_in(threading)),
+    "threading.settrace": (threading_settrace, _python_in(threading)),
+    "sys.settrace": (settrace, _sys_builtin("settrace")),
+    "sys.setswitchinterval": (setswitchinterval, _sys_builtin("setswitchinterval")),
+    "sys._current_frames": (current_frames, _sys_builtin("_current_frames")),
+}
+
+_harness_snapshot: list[tuple[str, object, str, object]] = []
+_harness_modules: dict[str, types.ModuleType] = {}
+_attempts: list[str] = []
+
+
+def describe(obj: object) -> str:
+    """Name an object for a student: what it is and where it was defined."""
+    target = obj
+    if isinstance(obj, (types.MethodType,)):
+        target = obj.__func__
+    code = getattr(target, "__code__", None)
+    name = getattr(target, "__qualname__", None) or type(target).__name__
+    if code is not None:
+        return f"{name} defined in {code.co_filename} line {code.co_firstlineno}"
+    if isinstance(target, type):
+        try:
+            where = inspect.getsourcefile(target) or target.__module__
+        except TypeError:
+            where = target.__module__
+        return f"class {name} from {where}"
+    return repr(target)[:120]
+
+
+def record_attempt(what: str) -> None:
+    """Remember an attempt to overwrite a sealed harness name (the assignment was refused)."""
+    _attempts.append(what)
+
+
+def snapshot_harness(modules: Iterable[types.ModuleType]) -> None:
+    """Remember every function and class the harness modules define, to notice replacements."""
+    for module in modules:
+        _harness_modules[module.__name__] = module
+        for name, value in vars(module).items():
+            if getattr(value, "__module__", None) != module.__name__:
+                continue
+            if not isinstance(value, (types.FunctionType, type)):
+                continue
+            _harness_snapshot.append((f"{module.__name__}.{name}", module, name, value))
+            if isinstance(value, type):
+                for attr, member in vars(value).items():
+                    if not attr.startswith("__") or attr in ("__init__", "__repr__"):
+                        label = f"{module.__name__}.{name}.{attr}"
+                        _harness_snapshot.append((label, value, attr, member))
+
+
+def snapshot_public(package: types.ModuleType, names: Iterable[str]) -> None:
+    """Remember the package's public names (``autograder.harness.explore`` and friends)."""
+    _harness_modules[package.__name__] = package
+    for name in names:
+        _harness_snapshot.append((f"{package.__name__}.{name}", package, name,
+                                  getattr(package, name)))
+
+
+class _SealedModule(types.ModuleType):
+    """A module whose public names cannot be reassigned (the attempt is refused and noted)."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in vars(self).get("__sealed__", ()):
+            record_attempt(f"{self.__name__}.{name}")
+            raise AttributeError(f"{self.__name__}.{name} is part of the grader and cannot "
+                                 "be replaced")
+        super().__setattr__(name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if name in vars(self).get("__sealed__", ()):
+            record_attempt(f"{self.__name__}.{name}")
+            raise AttributeError(f"{self.__name__}.{name} is part of the grader and cannot "
+                                 "be deleted")
+        super().__delattr__(name)
+
+
+def seal(package: types.ModuleType, names: Iterable[str]) -> None:
+    """Refuse (and remember) later assignments to ``package``'s public names."""
+    vars(package)["__sealed__"] = frozenset(names)
+    package.__class__ = _SealedModule
+
+
+def _harness_problems() -> list[str]:
+    problems = []
+    for name, module in _harness_modules.items():
+        if sys.modules.get(name) is not module:
+            problems.append(f"the module {name} was replaced in sys.modules")
+    for label, owner, attr, original in _harness_snapshot:
+        current = vars(owner).get(attr)
+        if current is not original:
+            problems.append(f"{label} was replaced (it is now {describe(current)})")
+    return problems
+
+
+def problems() -> list[str]:
+    """Every replaced primitive, trace hook or harness function, in plain words.
+
+    Returns:
+        One sentence per problem; an empty list when nothing was tampered with.
+    """
+    found = []
+    for watched in _WATCHED:
+        problem = watched.problem()
+        if problem:
+            found.append(problem)
+    for label, (value, genuine) in _OWN.items():
+        if not genuine(value):
+            found.append(f"{label} was already replaced before the harness was imported "
+                         f"(it is {describe(value)})")
+    found.extend(_harness_problems())
+    found.extend(f"someone tried to overwrite {what}" for what in _attempts)
+    return found
+
+
+def message(found: list[str]) -> str:
+    """The student-facing explanation of a tamper verdict."""
+    lines = "\n".join(f"  - {p}" for p in found)
+    return (
+        "Grading stopped: the race detector's own tools were replaced, so this check cannot "
+        "pass.\n"
+        f"{lines}\n"
+        "A replaced lock, trace hook or grader function can make racy code look correct. "
+        "Remove the code that assigns to these names (or restart the kernel) and run again."
+    )

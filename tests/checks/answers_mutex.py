@@ -1,0 +1,583 @@
+"""Answers a student might write for lesson 02 (mutex): wrong ones and correct ones.
+
+Each exercise gets the mistakes people really make (no lock, a lock made on every call, a lock
+on one side only, a lock per counter, a check outside the lock, locks taken in argument order,
+``acquire``/``release`` without ``finally``, a plain ``Lock`` taken twice by one thread) and
+correct answers written differently from the lesson's solution (another primitive, another
+structure).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+from typing import Any
+
+# --------------------------------------------------------------------------- ServerMetrics
+
+
+class NoLockMetrics:
+    """Plain attribute updates: the GIL hides it with real threads, the scheduler does not."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.ok = 0
+        self.errors = 0
+        self.latency_total = 0.0
+
+    def record(self, latency_s: float, ok: bool) -> None:
+        self.requests += 1
+        if ok:
+            self.ok += 1
+        else:
+            self.errors += 1
+        self.latency_total += latency_s
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"requests": self.requests, "ok": self.ok, "errors": self.errors,
+                "latency_total": self.latency_total}
+
+
+class LockPerCallMetrics(NoLockMetrics):
+    """A new lock in every call: each caller holds its own lock and nobody ever waits."""
+
+    def record(self, latency_s: float, ok: bool) -> None:
+        with threading.Lock():
+            super().record(latency_s, ok)
+
+    def snapshot(self) -> dict[str, Any]:
+        with threading.Lock():
+            return super().snapshot()
+
+
+class WriterOnlyLockMetrics(NoLockMetrics):
+    """The writer locks, the reader does not: a snapshot can land in the middle of a record."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lock = threading.Lock()
+
+    def record(self, latency_s: float, ok: bool) -> None:
+        with self.lock:
+            super().record(latency_s, ok)
+
+
+class ReaderOnlyLockMetrics(NoLockMetrics):
+    """The reader locks, the writers do not: records still interleave with everything."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lock = threading.Lock()
+
+    def snapshot(self) -> dict[str, Any]:
+        with self.lock:
+            return super().snapshot()
+
+
+class LockPerCounterMetrics:
+    """One lock per counter: no update is lost, but a snapshot still mixes two moments."""
+
+    def __init__(self) -> None:
+        self.counts = {"requests": 0, "ok": 0, "errors": 0, "latency_total": 0.0}
+        self.locks = {name: threading.Lock() for name in self.counts}
+
+    def _add(self, name: str, amount: float) -> None:
+        with self.locks[name]:
+            self.counts[name] += amount
+
+    def record(self, latency_s: float, ok: bool) -> None:
+        self._add("requests", 1)
+        self._add("ok" if ok else "errors", 1)
+        self._add("latency_total", latency_s)
+
+    def snapshot(self) -> dict[str, Any]:
+        out = {}
+        for name in self.counts:
+            with self.locks[name]:
+                out[name] = self.counts[name]
+        return out
+
+
+class LiveDictMetrics:
+    """Locked everywhere, but ``snapshot`` hands out the live dict, which keeps changing."""
+
+    def __init__(self) -> None:
+        self.counts = {"requests": 0, "ok": 0, "errors": 0, "latency_total": 0.0}
+        self.lock = threading.Lock()
+
+    def record(self, latency_s: float, ok: bool) -> None:
+        with self.lock:
+            self.counts["requests"] += 1
+            self.counts["ok" if ok else "errors"] += 1
+            self.counts["latency_total"] += latency_s
+
+    def snapshot(self) -> dict[str, Any]:
+        with self.lock:
+            return self.counts
+
+
+class CountLockedOnlyMetrics(NoLockMetrics):
+    """Locks the request count but updates the outcome and latency after releasing it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lock = threading.Lock()
+
+    def record(self, latency_s: float, ok: bool) -> None:
+        with self.lock:
+            self.requests += 1
+        if ok:
+            self.ok += 1
+        else:
+            self.errors += 1
+        self.latency_total += latency_s
+
+    def snapshot(self) -> dict[str, Any]:
+        with self.lock:
+            return super().snapshot()
+
+
+class ImmutableSwapMetrics:
+    """Correct: the counters are one immutable tuple, replaced whole under a writers' lock.
+
+    Reading one attribute is a single step, so ``snapshot`` needs no lock: it always sees a
+    whole tuple, before or after a record, never half of one.
+    """
+
+    def __init__(self) -> None:
+        self._state = (0, 0, 0, 0.0)
+        self._writers = threading.Lock()
+
+    def record(self, latency_s: float, ok: bool) -> None:
+        with self._writers:
+            requests, good, bad, latency = self._state
+            self._state = (requests + 1, good + ok, bad + (not ok), latency + latency_s)
+
+    def snapshot(self) -> dict[str, Any]:
+        requests, good, bad, latency = self._state
+        return {"requests": requests, "ok": good, "errors": bad, "latency_total": latency}
+
+
+class SemaphoreMetrics(NoLockMetrics):
+    """Correct: a ``Semaphore(1)`` used as a mutex, released in ``finally``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._gate = threading.Semaphore(1)
+
+    def record(self, latency_s: float, ok: bool) -> None:
+        self._gate.acquire()
+        try:
+            super().record(latency_s, ok)
+        finally:
+            self._gate.release()
+
+    def snapshot(self) -> dict[str, Any]:
+        self._gate.acquire()
+        try:
+            return super().snapshot()
+        finally:
+            self._gate.release()
+
+
+WRONG_METRICS = [
+    NoLockMetrics,
+    LockPerCallMetrics,
+    WriterOnlyLockMetrics,
+    ReaderOnlyLockMetrics,
+    LockPerCounterMetrics,
+    LiveDictMetrics,
+    CountLockedOnlyMetrics,
+]
+CORRECT_METRICS = [ImmutableSwapMetrics, SemaphoreMetrics]
+
+
+# --------------------------------------------------------------------------- PredictionCache
+
+
+class NoLockCache:
+    """Check-then-act: two misses on one key both compute it."""
+
+    def __init__(self, compute: Any) -> None:
+        self.compute = compute
+        self.values: dict[Any, Any] = {}
+
+    def get(self, key: Any) -> Any:
+        if key not in self.values:
+            self.values[key] = self.compute(key)
+        return self.values[key]
+
+
+class LockPerCallCache(NoLockCache):
+    """A new lock in every call protects nothing."""
+
+    def get(self, key: Any) -> Any:
+        with threading.Lock():
+            return super().get(key)
+
+
+class LockOnlyTheWriteCache(NoLockCache):
+    """Locks the store but not the check: both misses still compute."""
+
+    def __init__(self, compute: Any) -> None:
+        super().__init__(compute)
+        self.lock = threading.Lock()
+
+    def get(self, key: Any) -> Any:
+        if key not in self.values:
+            value = self.compute(key)
+            with self.lock:
+                self.values[key] = value
+        return self.values[key]
+
+
+class DoubleCheckedStoreCache(NoLockCache):
+    """Checks under a lock, computes outside it, stores under it: both misses compute."""
+
+    def __init__(self, compute: Any) -> None:
+        super().__init__(compute)
+        self.lock = threading.Lock()
+
+    def get(self, key: Any) -> Any:
+        with self.lock:
+            if key in self.values:
+                return self.values[key]
+        value = self.compute(key)
+        with self.lock:
+            self.values.setdefault(key, value)
+            return self.values[key]
+
+
+class RacyKeyLocksCache(NoLockCache):
+    """A lock per key, but the lock itself is made check-then-act: two threads make two."""
+
+    def __init__(self, compute: Any) -> None:
+        super().__init__(compute)
+        self.locks: dict[Any, threading.Lock] = {}
+
+    def get(self, key: Any) -> Any:
+        if key not in self.locks:
+            self.locks[key] = threading.Lock()
+        with self.locks[key]:
+            if key not in self.values:
+                self.values[key] = self.compute(key)
+            return self.values[key]
+
+
+class GlobalLockCache(NoLockCache):
+    """Exactly once, but one lock held while computing makes every key wait for a slow one."""
+
+    def __init__(self, compute: Any) -> None:
+        super().__init__(compute)
+        self.lock = threading.Lock()
+
+    def get(self, key: Any) -> Any:
+        with self.lock:
+            if key not in self.values:
+                self.values[key] = self.compute(key)
+            return self.values[key]
+
+
+class FutureCache:
+    """Correct: the first miss puts a Future in the dict under a lock and fills it outside."""
+
+    def __init__(self, compute: Any) -> None:
+        self._compute = compute
+        self._futures: dict[Any, concurrent.futures.Future] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: Any) -> Any:
+        with self._lock:
+            future = self._futures.get(key)
+            mine = future is None
+            if mine:
+                future = self._futures[key] = concurrent.futures.Future()
+        if mine:
+            try:
+                future.set_result(self._compute(key))
+            except BaseException as error:
+                future.set_exception(error)
+        return future.result()
+
+
+class SetdefaultKeyLockCache:
+    """Correct: ``dict.setdefault`` picks one lock per key in a single step, no guard lock."""
+
+    def __init__(self, compute: Any) -> None:
+        self._compute = compute
+        self._values: dict[Any, Any] = {}
+        self._locks: dict[Any, threading.Lock] = {}
+
+    def get(self, key: Any) -> Any:
+        key_lock = self._locks.setdefault(key, threading.Lock())
+        with key_lock:
+            if key not in self._values:
+                self._values[key] = self._compute(key)
+            return self._values[key]
+
+
+WRONG_CACHES = [
+    NoLockCache,
+    LockPerCallCache,
+    LockOnlyTheWriteCache,
+    DoubleCheckedStoreCache,
+    RacyKeyLocksCache,
+    GlobalLockCache,
+]
+CORRECT_CACHES = [FutureCache, SetdefaultKeyLockCache]
+
+
+# --------------------------------------------------------------------------- move_slots
+
+
+def move_in_argument_order(src: Any, dst: Any, n: int) -> bool:
+    """The lesson's broken version: opposite moves take the two locks in opposite orders."""
+    with src.lock:
+        with dst.lock:
+            if src.slots < n:
+                return False
+            src.slots -= n
+            dst.slots += n
+            return True
+
+
+def move_locking_source_only(src: Any, dst: Any, n: int) -> bool:
+    """Only the source is locked: the destination's count is changed unprotected."""
+    with src.lock:
+        if src.slots < n:
+            return False
+        src.slots -= n
+        dst.slots += n
+        return True
+
+
+def move_with_lock_per_call(src: Any, dst: Any, n: int) -> bool:
+    """A fresh lock guards nothing; the replicas' own locks are never taken."""
+    with threading.Lock():
+        if src.slots < n:
+            return False
+        src.slots -= n
+        dst.slots += n
+        return True
+
+
+_ONE_BIG_LOCK = threading.Lock()
+
+
+def move_under_one_global_lock(src: Any, dst: Any, n: int) -> bool:
+    """No deadlock, but the request path uses the replicas' locks, not this one."""
+    with _ONE_BIG_LOCK:
+        if src.slots < n:
+            return False
+        src.slots -= n
+        dst.slots += n
+        return True
+
+
+def move_checking_before_locking(src: Any, dst: Any, n: int) -> bool:
+    """Ordered locks, but the free-slot check is made before taking them."""
+    if src.slots < n:
+        return False
+    first, second = sorted((src, dst), key=lambda r: r.name)
+    with first.lock, second.lock:
+        src.slots -= n
+        dst.slots += n
+    return True
+
+
+def move_ordered_by_free_slots(src: Any, dst: Any, n: int) -> bool:
+    """Sorts the locks by a value that changes (and ties): not one fixed order."""
+    first, second = sorted((src, dst), key=lambda r: r.slots)
+    with first.lock, second.lock:
+        if src.slots < n:
+            return False
+        src.slots -= n
+        dst.slots += n
+        return True
+
+
+def move_ordered_by_id(src: Any, dst: Any, n: int) -> bool:
+    """Correct: one global order, the objects' ids."""
+    first, second = (src, dst) if id(src) < id(dst) else (dst, src)
+    with first.lock:
+        with second.lock:
+            if src.slots < n:
+                return False
+            src.slots -= n
+            dst.slots += n
+            return True
+
+
+def move_one_lock_at_a_time(src: Any, dst: Any, n: int) -> bool:
+    """Correct: never holds two locks, so no order can deadlock (the slots are in flight)."""
+    with src.lock:
+        if src.slots < n:
+            return False
+        src.slots -= n
+    with dst.lock:
+        dst.slots += n
+    return True
+
+
+WRONG_MOVES = [
+    move_in_argument_order,
+    move_locking_source_only,
+    move_with_lock_per_call,
+    move_under_one_global_lock,
+    move_checking_before_locking,
+    move_ordered_by_free_slots,
+]
+CORRECT_MOVES = [move_ordered_by_id, move_one_lock_at_a_time]
+
+
+# --------------------------------------------------------------------------- ModelSlot
+
+
+class NoLockSlot:
+    """Two attributes read and written separately: a swap can land between the two reads."""
+
+    def __init__(self, model: Any, version: int) -> None:
+        self.model = model
+        self.version = version
+
+    def predict(self, batch: Any) -> tuple[int, Any]:
+        model = self.model
+        return self.version, model.predict_on_batch(batch)
+
+    def swap(self, model: Any, version: int, example_batch: Any) -> None:
+        model.predict_on_batch(example_batch)
+        self.model = model
+        self.version = version
+
+
+class ManualReleaseSlot:
+    """``acquire``/``release`` without ``finally``: the failed predict leaves the lock held."""
+
+    def __init__(self, model: Any, version: int) -> None:
+        self.model = model
+        self.version = version
+        self.lock = threading.Lock()
+
+    def predict(self, batch: Any) -> tuple[int, Any]:
+        self.lock.acquire()
+        output = self.model.predict_on_batch(batch)
+        version = self.version
+        self.lock.release()
+        return version, output
+
+    def swap(self, model: Any, version: int, example_batch: Any) -> None:
+        self.lock.acquire()
+        self.model, self.version = model, version
+        self.model.predict_on_batch(example_batch)
+        self.lock.release()
+
+
+class NestedPlainLockSlot:
+    """A plain Lock, and ``swap`` calls ``predict`` while holding it: it waits for itself."""
+
+    def __init__(self, model: Any, version: int) -> None:
+        self.model = model
+        self.version = version
+        self.lock = threading.Lock()
+
+    def predict(self, batch: Any) -> tuple[int, Any]:
+        with self.lock:
+            return self.version, self.model.predict_on_batch(batch)
+
+    def swap(self, model: Any, version: int, example_batch: Any) -> None:
+        with self.lock:
+            self.model, self.version = model, version
+            self.predict(example_batch)
+
+
+class PublishThenWarmSlot:
+    """Reads the pair under the lock, but publishes the new model before warming it."""
+
+    def __init__(self, model: Any, version: int) -> None:
+        self.model = model
+        self.version = version
+        self.lock = threading.Lock()
+
+    def predict(self, batch: Any) -> tuple[int, Any]:
+        with self.lock:
+            model, version = self.model, self.version
+        return version, model.predict_on_batch(batch)
+
+    def swap(self, model: Any, version: int, example_batch: Any) -> None:
+        with self.lock:
+            self.model, self.version = model, version
+        model.predict_on_batch(example_batch)
+
+
+class LockPerCallSlot(NoLockSlot):
+    """A new lock per call: the version and the model are still read at different moments."""
+
+    def predict(self, batch: Any) -> tuple[int, Any]:
+        with threading.Lock():
+            model = self.model
+            return self.version, model.predict_on_batch(batch)
+
+
+class SwallowErrorsSlot:
+    """Locked with ``with``, but it hides the model's error instead of raising it."""
+
+    def __init__(self, model: Any, version: int) -> None:
+        self.model = model
+        self.version = version
+        self.lock = threading.RLock()
+
+    def predict(self, batch: Any) -> tuple[int, Any] | None:
+        with self.lock:
+            try:
+                return self.version, self.model.predict_on_batch(batch)
+            except Exception:
+                return None
+
+    def swap(self, model: Any, version: int, example_batch: Any) -> None:
+        with self.lock:
+            self.model, self.version = model, version
+            self.predict(example_batch)
+
+
+class RLockSlot:
+    """Correct: an RLock around everything; ``swap`` warms through ``predict`` under it."""
+
+    def __init__(self, model: Any, version: int) -> None:
+        self._model = model
+        self._version = version
+        self._lock = threading.RLock()
+
+    def predict(self, batch: Any) -> tuple[int, Any]:
+        with self._lock:
+            return self._version, self._model.predict_on_batch(batch)
+
+    def swap(self, model: Any, version: int, example_batch: Any) -> None:
+        with self._lock:
+            self._model, self._version = model, version
+            self.predict(example_batch)
+
+
+class TupleReferenceSlot:
+    """Correct without a lock: warm first, then publish one immutable (model, version) pair."""
+
+    def __init__(self, model: Any, version: int) -> None:
+        self._current = (model, version)
+
+    def predict(self, batch: Any) -> tuple[int, Any]:
+        model, version = self._current
+        return version, model.predict_on_batch(batch)
+
+    def swap(self, model: Any, version: int, example_batch: Any) -> None:
+        model.predict_on_batch(example_batch)
+        self._current = (model, version)
+
+
+WRONG_SLOTS = [
+    NoLockSlot,
+    ManualReleaseSlot,
+    NestedPlainLockSlot,
+    PublishThenWarmSlot,
+    LockPerCallSlot,
+    SwallowErrorsSlot,
+]
+CORRECT_SLOTS = [RLockSlot, TupleReferenceSlot]

@@ -1,0 +1,386 @@
+"""Answers a student might write for lesson 01 (warmup): wrong ones and correct ones.
+
+Each exercise gets the mistakes people really make (no warmup, warming the wrong entry point,
+Keras 2 advice, a lock that protects nothing, check-then-set without a lock, publishing a model
+before it is built) and correct answers written differently from the lesson's solution.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from typing import Any
+
+import numpy as np
+
+# --------------------------------------------------------------------------- warm_up
+
+
+def warm_nothing(model: Any, example_batch: np.ndarray) -> None:
+    """Serve cold: the first concurrent calls build the model and trace its predict function."""
+
+
+def warm_with_predict(model: Any, example_batch: np.ndarray) -> None:
+    """Warm ``predict`` while the server calls ``predict_on_batch``: that still traces."""
+    model.predict(example_batch, verbose=0)
+
+
+def warm_by_calling_model(model: Any, example_batch: np.ndarray) -> None:
+    """Build the weights with ``model(x)``; the predict function is still made cold."""
+    model(example_batch)
+
+
+def warm_with_make_predict_function(model: Any, example_batch: np.ndarray) -> None:
+    """Create the predict function without tracing it (and on an unbuilt model)."""
+    model.make_predict_function()
+
+
+def warm_with_legacy_make_predict_function(model: Any, example_batch: np.ndarray) -> None:
+    """Keras 2 advice; Keras 3 has no ``_make_predict_function``, so this does nothing."""
+    try:
+        model._make_predict_function()
+    except AttributeError:
+        pass
+
+
+def warm_with_one_row(model: Any, example_batch: np.ndarray) -> None:
+    """Warm with a batch of one row; serving batches of another size trace again."""
+    model.predict_on_batch(example_batch[:1])
+
+
+def warm_in_background(model: Any, example_batch: np.ndarray) -> None:
+    """Start the warmup on a thread and return at once: it races with serving."""
+    threading.Thread(target=model.predict_on_batch, args=(example_batch,)).start()
+
+
+def warm_with_zeros(model: Any, example_batch: np.ndarray) -> None:
+    """Correct: any batch of the serving shape warms ``predict_on_batch``."""
+    model.predict_on_batch(np.zeros_like(example_batch))
+
+
+def warm_build_then_predict_on_batch(model: Any, example_batch: np.ndarray) -> None:
+    """Correct: build explicitly, then trace the entry point once."""
+    model.build((None, *example_batch.shape[1:]))
+    model.predict_on_batch(example_batch)
+
+
+WRONG_WARM_UPS = [
+    warm_nothing,
+    warm_with_predict,
+    warm_by_calling_model,
+    warm_with_make_predict_function,
+    warm_with_legacy_make_predict_function,
+    warm_with_one_row,
+    warm_in_background,
+]
+CORRECT_WARM_UPS = [warm_with_zeros, warm_build_then_predict_on_batch]
+
+
+# --------------------------------------------------------------------------- SharedPredictor
+
+
+class PassThroughPredictor:
+    """No protection at all: concurrent first calls go straight into the cold model."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+
+    def __call__(self, batch: np.ndarray) -> Any:
+        return self.model.predict_on_batch(batch)
+
+
+class LockPerCallPredictor:
+    """A new lock on every call: each thread holds its own lock, nobody waits."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+
+    def __call__(self, batch: np.ndarray) -> Any:
+        with threading.Lock():
+            return self.model.predict_on_batch(batch)
+
+
+class FlagWithoutLockPredictor:
+    """Check-then-set without a lock: every thread sees ``warm`` False and warms."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.warm = False
+
+    def __call__(self, batch: np.ndarray) -> Any:
+        if not self.warm:
+            self.model.predict_on_batch(batch)
+            self.warm = True
+        return self.model.predict_on_batch(batch)
+
+
+class LockOnlyTheFlagPredictor:
+    """Locks the flag but not the warmup: threads still warm at the same time."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.warm = False
+        self.lock = threading.Lock()
+
+    def __call__(self, batch: np.ndarray) -> Any:
+        if not self.warm:
+            self.model.predict_on_batch(batch)
+            with self.lock:
+                self.warm = True
+        return self.model.predict_on_batch(batch)
+
+
+class MakePredictFunctionUnderLockPredictor:
+    """Creates the predict function under a lock, but tracing happens later, unlocked."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.ready = False
+        self.lock = threading.Lock()
+
+    def __call__(self, batch: np.ndarray) -> Any:
+        with self.lock:
+            if not self.ready:
+                self.model.make_predict_function()
+                self.ready = True
+        return self.model.predict_on_batch(batch)
+
+
+class BuildUnderLockPredictor:
+    """Builds the weights under a lock; the predict function is still made by every thread."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.lock = threading.Lock()
+
+    def __call__(self, batch: np.ndarray) -> Any:
+        with self.lock:
+            if not self.model.built:
+                self.model(batch)
+        return self.model.predict_on_batch(batch)
+
+
+class WarmPredictUnderLockPredictor:
+    """Warms ``predict`` under a lock but serves ``predict_on_batch``: a second thread traces."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.ready = False
+        self.lock = threading.Lock()
+
+    def __call__(self, batch: np.ndarray) -> Any:
+        with self.lock:
+            if not self.ready:
+                self.model.predict(batch, verbose=0)
+                self.ready = True
+        return self.model.predict_on_batch(batch)
+
+
+class SerializedPredictor:
+    """Correct and simple: every call holds one lock (slower under load, never wrong)."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.lock = threading.Lock()
+
+    def __call__(self, batch: np.ndarray) -> Any:
+        with self.lock:
+            return self.model.predict_on_batch(batch)
+
+
+class EventGatePredictor:
+    """Correct: the thread that claims the first call warms; the others wait on an Event."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.claim = threading.Lock()
+        self.claimed = False
+        self.warm = threading.Event()
+
+    def __call__(self, batch: np.ndarray) -> Any:
+        if not self.warm.is_set():
+            with self.claim:
+                mine = not self.claimed
+                self.claimed = True
+            if mine:
+                try:
+                    self.model.predict_on_batch(batch)
+                finally:
+                    self.warm.set()
+            else:
+                self.warm.wait()
+        return self.model.predict_on_batch(batch)
+
+
+WRONG_PREDICTORS = [
+    PassThroughPredictor,
+    LockPerCallPredictor,
+    FlagWithoutLockPredictor,
+    LockOnlyTheFlagPredictor,
+    MakePredictFunctionUnderLockPredictor,
+    BuildUnderLockPredictor,
+    WarmPredictUnderLockPredictor,
+]
+CORRECT_PREDICTORS = [SerializedPredictor, EventGatePredictor]
+
+
+# --------------------------------------------------------------------------- LazyModel
+
+
+def _zeros(input_shape: tuple[int, ...]) -> np.ndarray:
+    return np.zeros((1, *input_shape), dtype="float32")
+
+
+class NoLockLazyModel:
+    """Check-then-set without a lock: several threads see ``None`` and each build a model."""
+
+    def __init__(self, factory: Any, input_shape: tuple[int, ...]) -> None:
+        self.factory, self.input_shape, self.model = factory, input_shape, None
+
+    def get(self) -> Any:
+        if self.model is None:
+            model = self.factory()
+            model(_zeros(self.input_shape))
+            self.model = model
+        return self.model
+
+
+class LockPerCallLazyModel:
+    """A new lock on every call protects nothing."""
+
+    def __init__(self, factory: Any, input_shape: tuple[int, ...]) -> None:
+        self.factory, self.input_shape, self.model = factory, input_shape, None
+
+    def get(self) -> Any:
+        with threading.Lock():
+            if self.model is None:
+                model = self.factory()
+                model(_zeros(self.input_shape))
+                self.model = model
+        return self.model
+
+
+class PublishBeforeBuildLazyModel:
+    """Double-checked locking that publishes the model before building it.
+
+    A thread arriving during the build takes the fast path, gets the unbuilt model and calls
+    it while the first thread is still building: both create the weights.
+    """
+
+    def __init__(self, factory: Any, input_shape: tuple[int, ...]) -> None:
+        self.factory, self.input_shape, self.model = factory, input_shape, None
+        self.lock = threading.Lock()
+
+    def get(self) -> Any:
+        if self.model is not None:
+            return self.model
+        with self.lock:
+            if self.model is None:
+                self.model = self.factory()
+                self.model(_zeros(self.input_shape))
+        return self.model
+
+
+class BuildWithoutWeightsLazyModel:
+    """Locked, but ``model.build(shape)`` on a subclassed model creates no weights."""
+
+    def __init__(self, factory: Any, input_shape: tuple[int, ...]) -> None:
+        self.factory, self.input_shape, self.model = factory, input_shape, None
+        self.lock = threading.Lock()
+
+    def get(self) -> Any:
+        with self.lock:
+            if self.model is None:
+                model = self.factory()
+                model.build((None, *self.input_shape))
+                self.model = model
+        return self.model
+
+
+class NeverBuiltLazyModel:
+    """Creates the model once under a lock but leaves building to the first calls."""
+
+    def __init__(self, factory: Any, input_shape: tuple[int, ...]) -> None:
+        self.factory, self.model = factory, None
+        self.lock = threading.Lock()
+
+    def get(self) -> Any:
+        with self.lock:
+            if self.model is None:
+                self.model = self.factory()
+        return self.model
+
+
+class CachedFactoryLazyModel:
+    """``functools.cache`` is safe to share but runs the function once per concurrent miss."""
+
+    def __init__(self, factory: Any, input_shape: tuple[int, ...]) -> None:
+        @functools.cache
+        def load() -> Any:
+            model = factory()
+            model(_zeros(input_shape))
+            return model
+
+        self.load = load
+
+    def get(self) -> Any:
+        return self.load()
+
+
+class EagerLazyModel:
+    """Not lazy: builds in ``__init__`` (safe, but the exercise asks for a lazy model)."""
+
+    def __init__(self, factory: Any, input_shape: tuple[int, ...]) -> None:
+        self.model = factory()
+        self.model(_zeros(input_shape))
+
+    def get(self) -> Any:
+        return self.model
+
+
+class LockEverythingLazyModel:
+    """Correct: the whole of ``get`` under one lock."""
+
+    def __init__(self, factory: Any, input_shape: tuple[int, ...]) -> None:
+        self.factory, self.input_shape, self.model = factory, input_shape, None
+        self.lock = threading.Lock()
+
+    def get(self) -> Any:
+        with self.lock:
+            if self.model is None:
+                model = self.factory()
+                model(_zeros(self.input_shape))
+                self.model = model
+            return self.model
+
+
+class RLockDictLazyModel:
+    """Correct: a one-slot dict filled under an RLock, built before it is stored."""
+
+    def __init__(self, factory: Any, input_shape: tuple[int, ...]) -> None:
+        self.factory, self.input_shape = factory, input_shape
+        self.slot: dict[str, Any] = {}
+        self.lock = threading.RLock()
+
+    def get(self) -> Any:
+        model = self.slot.get("model")
+        if model is None:
+            with self.lock:
+                if "model" not in self.slot:
+                    fresh = self.factory()
+                    fresh(_zeros(self.input_shape))
+                    self.slot["model"] = fresh
+                model = self.slot["model"]
+        return model
+
+
+WRONG_LAZY_MODELS = [
+    NoLockLazyModel,
+    LockPerCallLazyModel,
+    PublishBeforeBuildLazyModel,
+    BuildWithoutWeightsLazyModel,
+    NeverBuiltLazyModel,
+    CachedFactoryLazyModel,
+    EagerLazyModel,
+]
+CORRECT_LAZY_MODELS = [LockEverythingLazyModel, RLockDictLazyModel]

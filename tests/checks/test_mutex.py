@@ -1,0 +1,177 @@
+"""Lesson 02 (mutex) graders: every known wrong answer fails every run, every right one passes.
+
+Each parametrized test runs the exercise's real hidden check (``autograder.checks.mutex``)
+20 times in this process, as 20 grading runs would. Every check uses the controlled scheduler
+(``explore``) with a fixed seed and a fixed number of schedules, so it is deterministic: the
+same answer gets the same verdict, found in the same schedule, on every run. The 20 runs
+still run, to prove exactly that (a flaky verdict would show up here).
+
+The correct answers are two per exercise written differently from the lesson's solution
+(another primitive, another structure), 20 runs each; the solution itself (read from
+``solutions/02_mutex.py``) runs once. ``answers_mutex.py`` says what each wrong answer gets
+wrong.
+
+How many schedules the checks need (``mutex.SCHEDULES`` = 200, seed ``mutex.SEED`` = 2),
+measured with the harness this lesson was written against: with the grading seed every wrong
+answer is found within 60 schedules (most in 1-31). Over seeds 0-19 (400 schedules each)
+every wrong answer was found with every seed; the slowest were the cache whose per-key locks
+are created check-then-act (18-234 schedules, the only one above 200, once), the model slot
+whose per-call lock reads version and model apart (17-167), the unlocked model slot (17-125)
+and the deadlocking move in argument order (17-118). A correct answer runs all 200
+schedules, about 0.5-1 s on the shared 2-core machine.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import answers_mutex as answers
+import jupytext
+import pytest
+
+from autograder.checks import mutex
+
+RUNS = 20
+SOLUTION = Path(__file__).resolve().parents[2] / "solutions" / "02_mutex.py"
+
+
+def _solution_answers() -> dict[str, Any]:
+    """Execute the solution's answer cells (they only need ``threading``) and return them."""
+    notebook = jupytext.read(SOLUTION, fmt="py:percent")
+    namespace: dict[str, Any] = {"threading": threading}
+    for cell in notebook.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution") and cell.cell_type == "code":
+            exec(compile(cell.source, f"{SOLUTION.name}:{meta['grade_id']}", "exec"), namespace)
+    return namespace
+
+
+_SOLVED = _solution_answers()
+
+EXERCISES = {
+    "metrics": (mutex.check_metrics, "ServerMetrics", _SOLVED["ServerMetrics"],
+                answers.WRONG_METRICS, answers.CORRECT_METRICS),
+    "cache": (mutex.check_cache, "PredictionCache", _SOLVED["PredictionCache"],
+              answers.WRONG_CACHES, answers.CORRECT_CACHES),
+    "move_slots": (mutex.check_move_slots, "move_slots", _SOLVED["move_slots"],
+                   answers.WRONG_MOVES, answers.CORRECT_MOVES),
+    "model_slot": (mutex.check_model_slot, "ModelSlot", _SOLVED["ModelSlot"],
+                   answers.WRONG_SLOTS, answers.CORRECT_SLOTS),
+}
+
+
+def _cases(kind: str) -> list[Any]:
+    cases = []
+    for exercise, (check, name, solution, wrong, correct) in EXERCISES.items():
+        chosen = {"wrong": wrong, "correct": correct, "solution": [solution]}[kind]
+        for answer in chosen:
+            label = "solution" if answer is solution else answer.__name__
+            cases.append(pytest.param(check, name, answer, id=f"{exercise}-{label}"))
+    return cases
+
+
+@pytest.mark.parametrize(("check", "exercise", "answer"), _cases("wrong"))
+def test_wrong_answer_fails_every_grading_run_with_a_message_in_the_exercises_terms(
+        check: Callable[[Any], None], exercise: str, answer: Any) -> None:
+    messages = set()
+    for run in range(RUNS):
+        with pytest.raises(AssertionError) as failure:
+            check(answer)
+            pytest.fail(f"grading run {run + 1} of {RUNS} passed {answer.__name__}")
+        messages.add(re.sub(r"0x[0-9a-f]+", "0x...", str(failure.value)))
+    assert len(messages) == 1, "the same answer got different verdicts in different runs"
+    message = messages.pop()
+    assert message.startswith(f"{exercise}: "), message
+    assert "expected" in message or "Deadlock" in message, message
+    assert "BEGIN HIDDEN TESTS" not in message
+
+
+@pytest.mark.parametrize(("check", "exercise", "answer"), _cases("correct"))
+def test_correct_answer_written_differently_passes_every_grading_run(
+        check: Callable[[Any], None], exercise: str, answer: Any) -> None:
+    for run in range(RUNS):
+        try:
+            check(answer)
+        except AssertionError as failure:
+            pytest.fail(f"grading run {run + 1} of {RUNS} failed {exercise}: {failure}")
+
+
+@pytest.mark.parametrize(("check", "exercise", "answer"), _cases("solution"))
+def test_lessons_own_solution_passes(
+        check: Callable[[Any], None], exercise: str, answer: Any) -> None:
+    """One run: the check is deterministic, and the lesson's run covers it again."""
+    check(answer)
+
+
+def test_deadlocking_move_is_a_deadlock_verdict_naming_both_blocked_movers() -> None:
+    result = mutex.run_move_slots(answers.move_in_argument_order)
+    assert result.verdict == "deadlock"
+    assert "worker 0 waits to enter `with` on Lock" in result.message
+    assert "worker 1 waits to enter `with` on Lock" in result.message
+    assert "in move_a_to_b" in result.message and "in move_b_to_a" in result.message
+    assert result.message.count("with dst.lock:") >= 2
+
+
+def test_acquire_without_finally_is_a_deadlock_verdict_not_a_hang() -> None:
+    result = mutex.run_model_slot(answers.ManualReleaseSlot)
+    assert result.verdict == "deadlock"
+    assert "self.lock.acquire()" in result.message
+
+
+class _NotImplementedClass:
+    def __init__(self, *args: Any) -> None:
+        raise NotImplementedError()
+
+
+def _not_implemented(*args: Any) -> Any:
+    raise NotImplementedError()
+
+
+@pytest.mark.parametrize(
+    ("check", "answer", "exercise"),
+    [
+        (mutex.check_metrics, _NotImplementedClass, "ServerMetrics"),
+        (mutex.check_cache, _NotImplementedClass, "PredictionCache"),
+        (mutex.check_move_slots, _not_implemented, "move_slots"),
+        (mutex.check_model_slot, _NotImplementedClass, "ModelSlot"),
+    ],
+)
+def test_unfilled_answer_fails_at_once_naming_the_exercise_and_the_error(
+        check: Callable[[Any], None], answer: Any, exercise: str) -> None:
+    with pytest.raises(AssertionError) as failure:
+        check(answer)
+    message = str(failure.value)
+    assert message.startswith(f"{exercise}: ")
+    assert "NotImplementedError" in message
+    assert "before any threads were started" in message
+
+
+class _SnapshotWaitsForItself:
+    """``snapshot`` holds a plain Lock and calls a helper that takes it again."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.requests = 0
+
+    def record(self, latency_s: float, ok: bool) -> None:
+        with self.lock:
+            self.requests += 1
+
+    def snapshot(self) -> dict[str, Any]:
+        with self.lock:
+            return self._counts()
+
+    def _counts(self) -> dict[str, Any]:
+        with self.lock:
+            return {"requests": self.requests, "ok": self.requests, "errors": 0,
+                    "latency_total": float(self.requests)}
+
+
+def test_answer_that_waits_for_itself_on_one_thread_fails_within_seconds() -> None:
+    with pytest.raises(AssertionError) as failure:
+        mutex.check_metrics(_SnapshotWaitsForItself)
+    assert str(failure.value).startswith("ServerMetrics: used on one thread it did not return")

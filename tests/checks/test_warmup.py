@@ -1,0 +1,154 @@
+"""Lesson 01 (warmup) graders: every known wrong answer fails every run, every right one passes.
+
+Each parametrized test runs the exercise's real hidden check (``autograder.checks.warmup``)
+20 times in this process, with its fixed seeds and trial counts, as 20 grading runs would.
+
+Why the trial counts are enough. Per-trial detection was measured by running each wrong answer
+through its check with ``trials=1`` over many seeds, on the shared, loaded 2-core machine:
+
+- ``warm_up`` (3 trials): each of the 7 wrong answers failed 30 of 30 single trials (serving
+  traces again, deterministically, or threads raise). 95 % lower bound per trial 0.89, so a
+  grading run misses with probability below 0.11^3 = 1.5e-3 even at that bound.
+- ``SharedPredictor`` (5 trials): 6 wrong answers failed 40 of 40 single trials (lower bound
+  0.91; miss per run < 5e-6). ``BuildUnderLockPredictor`` (Keras's unlocked check-then-set in
+  ``make_predict_function``) failed 121 of 140 (86 %, lower bound 80 %): a run misses it with
+  probability 0.14^5 = 5e-5 (3e-4 at the bound); 20 runs all catch it with probability 0.999
+  (0.993 at the bound).
+- ``LazyModel`` (4 trials): the 4 racy answers failed 30 of 30 single trials (late threads
+  are sent in while the model is being built; the factory is slow enough for every unlocked
+  caller to pass the check); miss per run < 1.7e-4 at the lower bound. The other 3 fail on one
+  thread, before any thread starts, every time.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import answers_warmup as answers
+import pytest
+
+from autograder.checks import warmup
+
+RUNS = 20
+
+
+@pytest.fixture(autouse=True)
+def _quiet_keras() -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+def _name(answer: Callable[..., Any]) -> str:
+    return answer.__name__
+
+
+def _fails_every_run(check: Callable[[Any], None], answer: Any) -> None:
+    for run in range(RUNS):
+        with pytest.raises(AssertionError):
+            check(answer)
+            pytest.fail(f"grading run {run + 1} of {RUNS} passed {answer.__name__}")
+
+
+def _passes_every_run(check: Callable[[Any], None], answer: Any) -> None:
+    for run in range(RUNS):
+        try:
+            check(answer)
+        except AssertionError as failure:
+            pytest.fail(f"grading run {run + 1} of {RUNS} failed {answer.__name__}: {failure}")
+
+
+@pytest.mark.parametrize("answer", answers.WRONG_WARM_UPS, ids=_name)
+def test_warm_up_that_leaves_predict_on_batch_cold_fails_every_grading_run(answer):
+    _fails_every_run(warmup.check_entry_point, answer)
+
+
+@pytest.mark.parametrize("answer", answers.CORRECT_WARM_UPS, ids=_name)
+def test_warm_up_that_traces_predict_on_batch_at_the_serving_shape_passes_every_run(answer):
+    _passes_every_run(warmup.check_entry_point, answer)
+
+
+@pytest.mark.parametrize("answer", answers.WRONG_PREDICTORS, ids=_name)
+def test_predictor_whose_first_calls_race_fails_every_grading_run(answer):
+    _fails_every_run(warmup.check_shared_predictor, answer)
+
+
+@pytest.mark.parametrize("answer", answers.CORRECT_PREDICTORS, ids=_name)
+def test_predictor_that_lets_one_thread_warm_first_passes_every_run(answer):
+    _passes_every_run(warmup.check_shared_predictor, answer)
+
+
+@pytest.mark.parametrize("answer", answers.WRONG_LAZY_MODELS, ids=_name)
+def test_lazy_model_built_twice_or_handed_out_unbuilt_fails_every_grading_run(answer):
+    _fails_every_run(warmup.check_lazy_model, answer)
+
+
+@pytest.mark.parametrize("answer", answers.CORRECT_LAZY_MODELS, ids=_name)
+def test_lazy_model_built_once_before_it_is_shared_passes_every_run(answer):
+    _passes_every_run(warmup.check_lazy_model, answer)
+
+
+def _not_implemented(*args: Any) -> Any:
+    raise NotImplementedError()
+
+
+class _NotImplementedClass:
+    def __init__(self, *args: Any) -> None:
+        raise NotImplementedError()
+
+
+@pytest.mark.parametrize(
+    ("check", "answer", "exercise"),
+    [
+        (warmup.check_entry_point, _not_implemented, "warm_up"),
+        (warmup.check_shared_predictor, _NotImplementedClass, "SharedPredictor"),
+        (warmup.check_lazy_model, _NotImplementedClass, "LazyModel"),
+    ],
+)
+def test_unfilled_answer_fails_at_once_naming_the_exercise_and_the_error(check, answer, exercise):
+    with pytest.raises(AssertionError) as failure:
+        check(answer)
+    message = str(failure.value)
+    assert message.startswith(f"{exercise}: ")
+    assert "NotImplementedError" in message
+    assert "before any threads were started" in message
+
+
+def test_racy_warm_up_message_names_what_the_threads_did():
+    result = warmup.run_entry_point(answers.warm_with_predict)
+    assert result.verdict == "race"
+    assert "traced 1 time(s) while 6 threads served predict_on_batch" in result.message
+
+
+def test_cold_model_race_is_reported_as_an_error_in_a_worker_with_its_picture():
+    result = warmup.run_entry_point(answers.warm_nothing)
+    assert result.verdict == "error"
+    assert "raised" in result.message
+    figure = result.figure()
+    assert len(figure.axes[0].get_yticklabels()) == warmup.THREADS
+
+
+def test_duplicate_weights_from_a_racy_build_are_reported():
+    result = warmup.run_lazy_model(answers.PublishBeforeBuildLazyModel)
+    assert not result.ok
+    assert "raised" in result.message or "weights" in result.message
+
+
+def test_demo_runner_counts_failures_errors_and_weights():
+    stats = warmup.race_trials(lambda seed: warmup.tiny_sequential(seed),
+                               lambda model, x: model.predict_on_batch(x), trials=3)
+    assert stats.trials == 3
+    assert 0 <= stats.failed <= 3
+    assert sum(stats.weights.values()) == 3
+    assert "of 3 trials" in stats.report()
+    warm = warmup.race_trials(lambda seed: warmup.tiny_sequential(seed),
+                              lambda model, x: model.predict_on_batch(x), trials=3,
+                              warm=lambda model, x: model.predict_on_batch(x))
+    assert warm.failed == 0 and warm.traces == [0, 0, 0]
+    assert warm.weights == {warmup.EXPECTED_WEIGHTS: 3}
+
+
+def test_trace_log_counts_two_traces_for_a_first_call_on_an_unbuilt_model():
+    assert warmup.first_call_traces() == 2

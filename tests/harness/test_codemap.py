@@ -1,0 +1,70 @@
+"""What counts as user code, which instructions are decision points, and stack peeking."""
+
+import os
+import sys
+import threading
+
+import pytest
+
+from autograder.harness import codemap, frames
+
+STDLIB = os.path.dirname(os.__file__)
+
+
+@pytest.mark.parametrize("filename, kind", [
+    ("/tmp/ipykernel_4242/1234567890.py", codemap.USER),  # a notebook cell
+    ("<ipython-input-3-abc>", codemap.USER),
+    ("/home/student/answer.py", codemap.USER),
+    (os.path.join(STDLIB, "json", "__init__.py"), codemap.LIBRARY),
+    (threading.__file__, codemap.PLUMBING),
+    ("/somewhere/site-packages/keras/src/models/model.py", codemap.LIBRARY),
+    ("/tmp/__autograph_generated_filexyz.py", codemap.LIBRARY),
+    ("<frozen importlib._bootstrap>", codemap.LIBRARY),
+    (codemap.__file__, codemap.LIBRARY),  # the harness itself
+])
+def test_code_is_classified_by_where_it_lives(filename, kind):
+    assert codemap.kind_of_file(filename) == kind
+
+
+def test_installed_packages_are_library_code():
+    import matplotlib
+
+    assert codemap.kind_of_file(matplotlib.__file__) == codemap.LIBRARY
+
+
+def _locals_only(a, b):
+    total = a + b
+    pair = (total, a)
+    return pair
+
+
+def _shared(state):
+    state.count += 1
+
+
+def _categories(function):
+    return [op[0] for op in codemap.info(function.__code__).ops if op is not None]
+
+
+def test_instructions_on_locals_are_not_decision_points():
+    assert set(_categories(_locals_only)) <= {codemap.OPERANDS}
+
+
+def test_reads_and_writes_of_shared_state_are_decision_points():
+    categories = _categories(_shared)
+    assert codemap.ATTR in categories and codemap.VISIBLE in categories
+
+
+@pytest.mark.skipif(sys.version_info[:2] != (3, 11), reason="frame layout known for 3.11")
+def test_frames_can_read_the_object_a_with_statement_enters():
+    assert frames.AVAILABLE
+    assert frames._self_test()
+
+
+def test_equal_code_from_different_files_is_classified_separately():
+    source = "def f(state):\n    state.n += 1\n"
+    user = compile(source, "/home/student/answer.py", "exec").co_consts[0]
+    library = compile(source, "/x/site-packages/lib.py", "exec").co_consts[0]
+    assert user == library  # code equality ignores the file name
+    assert codemap.info(library).kind == codemap.LIBRARY
+    assert codemap.info(user).kind == codemap.USER

@@ -1,0 +1,301 @@
+"""explore and replay: verdicts, messages, replay, determinism, strategies, coverage."""
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from autograder.harness import Result, explore, replay, stress
+
+from .subjects import SUBJECTS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def subject(name, racy=True):
+    return next(s for s in SUBJECTS if s.name == name and s.racy == racy)
+
+
+def args(s):
+    return s.setup, list(s.workers), s.check
+
+
+REPLAYED = ["counter", "torn_read", "lock_order_deadlock", "condition_buffer",
+            "queue_check_then_get", "threads_started_by_worker", "tf_variable_increment"]
+
+
+@pytest.mark.parametrize("name", [*REPLAYED, "thread_pool"])
+def test_replay_reaches_the_same_verdict_every_time(name):
+    s = subject(name)
+    if s.prepare:
+        s.prepare()
+    found = s.run(0)
+    assert found.verdict == s.expect
+    for _ in range(3):
+        assert replay(*args(s), found.schedule).verdict == found.verdict
+
+
+@pytest.mark.parametrize("name", REPLAYED)
+def test_replay_follows_the_schedule_exactly(name):
+    # Not thread_pool: ThreadPoolExecutor.shutdown joins its threads in the order of a set of
+    # objects (memory addresses), so the end of its schedule can differ from run to run.
+    s = subject(name)
+    if s.prepare:
+        s.prepare()
+    found = s.run(0)
+    again = replay(*args(s), found.schedule)
+    assert again.schedule == found.schedule
+    assert "did not repeat itself" not in again.message
+
+
+def test_replay_accepts_the_failing_result_itself():
+    s = subject("counter")
+    found = s.run(0)
+    assert replay(*args(s), found).verdict == "race"
+
+
+def test_replay_of_a_stress_schedule_is_refused_with_a_reason():
+    with pytest.raises(ValueError, match="stress"):
+        replay(*args(subject("counter")), {"engine": "stress", "seed": 0, "trial": 1})
+
+
+def test_same_seed_gives_same_schedules_verdict_and_token_in_this_process():
+    for name in ("counter", "condition_buffer", "threads_started_by_worker", "semaphore"):
+        s = subject(name)
+        first = [(r.verdict, r.schedules_run, r.schedule) for r in map(s.run, range(3))]
+        second = [(r.verdict, r.schedules_run, r.schedule) for r in map(s.run, range(3))]
+        assert first == second
+
+
+def test_thread_pool_runs_repeat_their_verdict_though_shutdown_joins_in_set_order():
+    # ThreadPoolExecutor.shutdown joins its threads in the order of a set of objects, which
+    # depends on memory addresses: the tail of the token (after the race) may differ.
+    s = subject("thread_pool")
+    first = [(r.verdict, r.schedules_run) for r in map(s.run, range(3))]
+    second = [(r.verdict, r.schedules_run) for r in map(s.run, range(3))]
+    assert first == second
+
+
+def test_same_seed_gives_same_schedules_verdict_and_token_in_a_new_process():
+    names = ["counter", "condition_buffer", "threads_started_by_worker", "rlock"]
+    program = (
+        "import json, sys\n"
+        "sys.path.insert(0, 'tests')\n"
+        "from harness.subjects import SUBJECTS\n"
+        f"names = {names!r}\n"
+        "out = [[r.verdict, r.schedules_run, r.schedule] for s in SUBJECTS "
+        "if s.racy and s.name in names for r in map(s.run, range(3))]\n"
+        "print(json.dumps(out))\n"
+    )
+    child = subprocess.run([sys.executable, "-c", program], cwd=ROOT, capture_output=True,
+                           text=True, timeout=120, env={**os.environ, "PYTHONHASHSEED": "123"})
+    assert child.returncode == 0, child.stderr
+    here = [[r.verdict, r.schedules_run, r.schedule] for s in SUBJECTS
+            if s.racy and s.name in names for r in map(s.run, range(3))]
+    assert json.loads(child.stdout.strip().splitlines()[-1]) == here
+
+
+def test_different_seeds_sample_different_schedules():
+    s = subject("condition_buffer")
+    assert len({s.run(seed).schedule for seed in range(4)}) > 1
+
+
+def test_race_message_says_what_broke_expected_vs_seen_which_threads_and_how_to_replay():
+    result = subject("counter").run(0)
+    assert result.verdict == "race" and not result.ok
+    assert "expected 6 increments, saw" in result.message
+    assert "worker 0" in result.message and "worker 1" in result.message
+    assert "state.count += 1" in result.message
+    assert f"replay(setup, workers, check, schedule={result.schedule!r})" in result.message
+    assert json.loads(json.dumps(result.schedule)) == result.schedule
+
+
+def test_deadlock_message_gives_each_threads_stack():
+    result = subject("lock_order_deadlock").run(0)
+    assert result.verdict == "deadlock"
+    assert "Where each thread is stuck" in result.message
+    assert "in move_a_to_b" in result.message and "in move_b_to_a" in result.message
+    assert "waits to enter `with` on Lock" in result.message
+
+
+def test_worker_exception_is_an_error_naming_the_exception_and_thread():
+    result = subject("queue_check_then_get").run(0)
+    assert result.verdict == "error"
+    assert "raised Empty" in result.message
+    assert "in get_if_not_empty" in result.message
+
+
+def test_check_returning_false_is_a_race():
+    s = subject("counter")
+    result = explore(s.setup, list(s.workers), lambda state: state.count == 6)
+    assert result.verdict == "race"
+    assert "the check returned False" in result.message
+
+
+def test_a_check_that_crashes_is_an_error_not_a_pass():
+    s = subject("counter", racy=False)
+    result = explore(s.setup, list(s.workers), lambda state: state.missing, max_schedules=3)
+    assert result.verdict == "error"
+    assert "The check raised AttributeError" in result.message
+
+
+def test_setup_failure_is_an_error():
+    def setup():
+        raise OSError("no data")
+
+    result = explore(setup, [lambda s: None], lambda s: True)
+    assert result.verdict == "error"
+    assert "setup() raised OSError: no data" in result.message
+
+
+def test_a_thread_that_never_finishes_is_a_timeout_never_a_pass():
+    def spin(state):
+        while True:
+            pass
+
+    result = explore(SimpleNamespace, [spin, lambda s: None], lambda s: True, timeout_s=0.5)
+    assert result.verdict == "timeout"
+    assert "in spin" in result.message
+
+
+def test_running_out_of_budget_before_the_search_ends_is_a_timeout():
+    s = subject("counter", racy=False)
+    result = explore(*args(s), max_schedules=10**6, timeout_s=0.3)
+    assert result.verdict == "timeout"
+    assert not result.ok
+
+
+@pytest.mark.parametrize("strategy", ["random", "pct", "exhaustive", "auto"])
+def test_every_strategy_finds_the_lost_update(strategy):
+    result = explore(*args(subject("counter")), strategy=strategy)
+    assert result.verdict == "race"
+
+
+def test_exhaustive_search_of_a_small_space_tries_every_order_and_says_so():
+    orders = set()
+
+    def setup():
+        return SimpleNamespace(log=[])
+
+    def write(tag):
+        def worker(state, tag=tag):
+            state.log.append(tag)
+            state.log.append(tag)
+        return worker
+
+    def check(state):
+        orders.add("".join(state.log))
+
+    result = explore(setup, [write("a"), write("b")], check, strategy="exhaustive")
+    assert result.ok and result.covered
+    assert "every one of the" in result.message
+    assert orders == {"aabb", "abab", "abba", "baab", "baba", "bbaa"}
+
+
+def test_a_sampled_search_does_not_claim_coverage():
+    result = explore(*args(subject("counter", racy=False)), max_schedules=20)
+    assert result.ok and not result.covered
+    assert "a sample" in result.message
+
+
+def test_library_code_runs_atomically(tmp_path, monkeypatch):
+    library = tmp_path / "site-packages"
+    library.mkdir()
+    (library / "racelab_fake_lib.py").write_text(
+        "def bump(state):\n    seen = state.count\n    state.count = seen + 1\n")
+    monkeypatch.syspath_prepend(str(library))
+    from racelab_fake_lib import bump
+
+    def user_bump(state):
+        seen = state.count
+        state.count = seen + 1
+
+    def setup():
+        return SimpleNamespace(count=0)
+
+    def two(state):
+        assert state.count == 2, state.count
+
+    assert explore(setup, [bump, bump], two).ok
+    assert explore(setup, [user_bump, user_bump], two).verdict == "race"
+
+
+def test_only_one_controlled_thread_runs_at_a_time(tmp_path, monkeypatch):
+    library = tmp_path / "site-packages"
+    library.mkdir()
+    (library / "racelab_fake_sleep.py").write_text(
+        "import time\n"
+        "def timed_sleep():\n"
+        "    start = time.perf_counter()\n"
+        "    time.sleep(0.002)\n"
+        "    return start, time.perf_counter()\n")
+    monkeypatch.syspath_prepend(str(library))
+    from racelab_fake_sleep import timed_sleep
+
+    def setup():
+        return SimpleNamespace(spans=[])
+
+    def work(state):
+        for _ in range(2):
+            state.spans.append(timed_sleep())  # sleeping releases the GIL: threads could overlap
+
+    def check(state):
+        spans = sorted(state.spans)
+        for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
+            assert end <= start, "two controlled threads ran at the same time"
+
+    result = explore(setup, [work, work, work], check, max_schedules=20)
+    assert result.ok, result.message
+
+
+def test_figure_shows_one_lane_per_thread_and_marks_the_failure():
+    result = subject("counter").run(0)
+    axes = result.figure().axes[0]
+    assert [t.get_text() for t in axes.get_yticklabels()] == ["worker 0", "worker 1"]
+    assert any(t.get_text() == "check failed" for t in axes.texts)
+    assert len(axes.lines) >= 2  # the switch line(s) and the failure cross
+
+
+def test_figure_of_a_deadlock_marks_every_blocked_thread():
+    axes = subject("lock_order_deadlock").run(0).figure().axes[0]
+    assert sum(t.get_text() == "blocked" for t in axes.texts) == 2
+
+
+def test_results_are_results():
+    assert isinstance(explore(*args(subject("counter"))), Result)
+
+
+def test_unknown_strategy_is_refused():
+    with pytest.raises(ValueError):
+        explore(*args(subject("counter")), strategy="guess")
+
+
+def test_explore_and_stress_leave_no_trace_hook_behind():
+    before = (sys.gettrace(), threading.gettrace(), threading.excepthook,
+              sys.getswitchinterval())
+    explore(*args(subject("thread_pool")), max_schedules=5)
+    stress(*args(subject("counter")), trials=1)
+    assert (sys.gettrace(), threading.gettrace(), threading.excepthook,
+            sys.getswitchinterval()) == before
+
+
+def test_code_from_a_notebook_cell_is_scheduled_as_user_code():
+    cell = compile("def bump(state):\n    seen = state.count\n    state.count = seen + 1\n",
+                   "/tmp/ipykernel_4242/2718281828.py", "exec")
+    namespace = {}
+    exec(cell, namespace)
+
+    def setup():
+        return SimpleNamespace(count=0)
+
+    def two(state):
+        assert state.count == 2, f"expected 2, saw {state.count}"
+
+    result = explore(setup, [namespace["bump"]] * 2, two)
+    assert result.verdict == "race"
+    assert "2718281828.py line 3 in bump" in result.message

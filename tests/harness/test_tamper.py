@@ -1,0 +1,135 @@
+"""The tamper guard: code under test that replaces what the grader relies on never passes."""
+
+import queue
+import sys
+import threading
+from types import SimpleNamespace
+
+import pytest
+
+import autograder.harness
+from autograder.harness import Result, explore, scheduler, stress, tamper
+
+from .subjects import SUBJECTS
+
+
+class NoopLock:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def acquire(self, *args, **kwargs):
+        return True
+
+    def release(self):
+        pass
+
+
+@pytest.fixture(autouse=True)
+def forget_attempts():
+    yield
+    tamper._attempts.clear()
+
+
+def correct(name):
+    s = next(s for s in SUBJECTS if s.name == name and not s.racy)
+    return s.setup, list(s.workers), s.check
+
+
+def test_the_guard_is_quiet_when_nothing_was_replaced():
+    assert tamper.problems() == []
+    assert explore(*correct("counter"), max_schedules=5).ok
+
+
+def test_a_noop_threading_lock_makes_explore_refuse_to_pass(monkeypatch):
+    monkeypatch.setattr(threading, "Lock", NoopLock)
+    result = explore(*correct("counter"), max_schedules=5)
+    assert result.verdict == "error"
+    assert "threading.Lock was replaced" in result.message
+    assert "NoopLock" in result.message
+
+
+def test_a_noop_threading_lock_makes_stress_refuse_to_pass(monkeypatch):
+    monkeypatch.setattr(threading, "Lock", NoopLock)
+    result = stress(*correct("counter"), trials=1)
+    assert result.verdict == "error"
+    assert "threading.Lock was replaced" in result.message
+
+
+@pytest.mark.parametrize("owner, name", [
+    (threading, "RLock"), (threading, "Condition"), (threading, "Semaphore"),
+    (threading, "BoundedSemaphore"), (threading, "Event"), (threading, "Barrier"),
+    (threading, "Thread"), (threading, "settrace"), (queue, "Queue"), (sys, "settrace"),
+    (sys, "setswitchinterval"), (sys, "getswitchinterval"),
+])
+def test_replacing_a_primitive_or_hook_is_named_in_the_message(monkeypatch, owner, name):
+    monkeypatch.setattr(owner, name, lambda *a, **k: None)
+    result = explore(*correct("counter"), max_schedules=2)
+    assert result.verdict == "error"
+    assert f"{owner.__name__}.{name} was replaced" in result.message
+
+
+def test_a_worker_replacing_threading_lock_during_the_run_is_caught():
+    original = threading.Lock
+
+    def cheat(state):
+        threading.Lock = NoopLock
+
+    try:
+        result = explore(SimpleNamespace, [cheat], lambda s: True, max_schedules=2)
+    finally:
+        threading.Lock = original
+    assert result.verdict == "error"
+    assert "threading.Lock was replaced" in result.message
+
+
+def test_a_worker_switching_tracing_off_is_caught():
+    def hide(state):
+        sys.settrace(None)
+        state.count += 1
+
+    result = explore(lambda: SimpleNamespace(count=0), [hide, hide], lambda s: True,
+                     max_schedules=3)
+    assert result.verdict == "error"
+    assert "switched off the race detector's tracing" in result.message
+
+
+def test_assigning_to_the_public_api_is_refused_and_later_results_fail():
+    def always_pass(*args, **kwargs):
+        return Result("pass")
+
+    with pytest.raises(AttributeError):
+        autograder.harness.explore = always_pass
+    assert autograder.harness.explore is explore
+    result = explore(*correct("counter"), max_schedules=2)
+    assert result.verdict == "error"
+    assert "tried to overwrite autograder.harness.explore" in result.message
+
+
+def test_replacing_a_harness_function_in_its_module_is_caught(monkeypatch):
+    monkeypatch.setattr(scheduler, "_nap", lambda: None)
+    result = explore(*correct("counter"), max_schedules=2)
+    assert result.verdict == "error"
+    assert "autograder.harness.scheduler._nap was replaced" in result.message
+
+
+def test_making_every_result_ok_is_caught(monkeypatch):
+    monkeypatch.setattr(Result, "ok", property(lambda self: True))
+    result = explore(*correct("counter"), max_schedules=2)
+    assert result.verdict == "error"
+    assert "Result.ok was replaced" in result.message
+
+
+def test_a_replacement_made_before_the_harness_was_imported_is_caught(monkeypatch):
+    def fake(*args):
+        return None
+
+    monkeypatch.setitem(tamper._OWN, "sys.settrace", (fake, tamper._OWN["sys.settrace"][1]))
+    found = tamper.problems()
+    assert any("already replaced before the harness was imported" in p for p in found)
+
+
+def test_a_forged_passing_result_is_not_ok():
+    assert not Result("pass").ok
