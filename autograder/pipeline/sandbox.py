@@ -51,10 +51,11 @@ def kernel_argv(workdir: Path, connection_file: Path, env: dict[str, str]) -> li
             argv += ["--ro-bind", directory, directory]
     for name, value in sorted(env.items()):
         argv += ["--setenv", name, value]
+    # Mounts apply in order: the private /tmp first, so that binds below /tmp stay visible.
     argv += [
+        "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
         "--ro-bind", str(venv), str(venv),
         "--ro-bind", str(package), str(package),
-        "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
         "--bind", str(workdir), str(workdir),
         "--ro-bind", str(connection_file), str(connection_file),
         "--chdir", str(workdir),
