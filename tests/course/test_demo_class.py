@@ -10,6 +10,9 @@ from autograder.pipeline.demo import fill_answers, make_submissions, solution_an
 from autograder.pipeline.grade import grade_submissions
 from tests.conftest import REPO
 
+# Grading the whole class takes minutes (one job per student and lesson, two at a time).
+pytestmark = pytest.mark.timeout(3600)
+
 # Students of demo/ that submit one lesson on purpose to show one failure mode:
 # student -> (lesson, status, score).
 HOSTILE = {

@@ -1,0 +1,581 @@
+"""Graded properties for lesson 04, "tfdata": tf.data instead of hand-rolled threads.
+
+The exercises build ``tf.data`` pipelines, so the races they guard against live inside TF's
+own threads (the workers of a parallel ``map``, the prefetch thread, ``from_generator``'s
+calls into Python). The controlled scheduler runs TF ops atomically and cannot see them, so
+the checks use the stress runner (:func:`autograder.harness.stress`): real threads released
+together at the smallest switch interval, each iterating the student's pipeline while the
+others do.
+
+- :func:`check_loader`: one thread iterates the dataset twice (two epochs), then in each trial
+  two threads iterate one dataset at the same time; each iteration must yield every record
+  exactly once, with the record's own values.
+- :func:`check_augment`: two threads iterate the augmented dataset at the same time; both must
+  see exactly the images a first, one-thread run produced (same augmentation every run), every
+  image must be a brightness shift in range plus an optional flip, with the shifts differing
+  from image to image and from seed to seed.
+- :func:`check_fast`: the pipeline must yield ``transform(read(i))`` in order; its reads must
+  run in parallel and overlap the training step; and its speed-up over the naive loop, measured
+  in the same run (the naive loop, the ideal bound and the pipeline run at the same time so a
+  burst of load on the machine hits all three), must reach :data:`MIN_SHARE_OF_IDEAL` of the
+  ideal speed-up measured alongside.
+
+All work is simulated with ``time.sleep`` (which releases the GIL as real I/O does), so the
+checks measure the pipeline's structure, not this machine's speed. Plumbing the notebook uses
+(the live demonstrations, the timeline picture) lives here too.
+"""
+
+from __future__ import annotations
+
+import queue
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from autograder.checks.report import require_ok
+from autograder.harness import Result, stress
+
+SEED = 4
+WIDTH = 4
+#: Records per loader check, and the simulated read time of each.
+LOADER_RECORDS = 12
+LOADER_READ_S = 0.002
+STRESS_TRIALS = 2
+TIMEOUT_S = 30.0
+#: Images per augmentation check.
+IMAGES = 16
+IMAGE_SHAPE = (6, 6, 1)
+MAX_DELTA = 0.2
+#: The throughput workload: reads of 8-50 ms, a 10 ms transform, a 15 ms training step.
+TRANSFORM_S = 0.010
+TRAIN_S = 0.015
+FAST_RECORDS = 8
+#: The pipeline's speed-up over the naive loop must reach this share of the ideal speed-up.
+MIN_SHARE_OF_IDEAL = 0.3
+
+
+def read_seconds(index: int) -> float:
+    """Simulated I/O time of record ``index``: 50 ms for the first record, then 8 ms for odd
+    records and 25 ms for even ones (small files between big ones), so parallel reads finish
+    out of order."""
+    if index == 0:
+        return 0.050
+    return 0.025 if index % 2 == 0 else 0.008
+
+
+def record(index: int) -> np.ndarray:
+    """The values of record ``index``: ``WIDTH`` float32 numbers that identify it."""
+    return (index * 10 + np.arange(WIDTH)).astype("float32")
+
+
+def make_read(seconds: Callable[[int], float] | float = LOADER_READ_S,
+              log: list | None = None) -> Callable[[int], np.ndarray]:
+    """A ``read(index)`` that sleeps like a file read, then returns a fresh ``record(index)``.
+
+    With ``log``, every call appends ``("read", thread name, start, end)`` to it.
+    """
+    def read(index: Any) -> np.ndarray:
+        index = int(index)
+        start = time.perf_counter()
+        time.sleep(seconds(index) if callable(seconds) else seconds)
+        if log is not None:
+            log.append(("read", threading.current_thread().name, start, time.perf_counter()))
+        return record(index)
+
+    return read
+
+
+def make_transform(log: list | None = None) -> Callable[[np.ndarray], np.ndarray]:
+    """A ``transform(x)`` that sleeps ``TRANSFORM_S`` (simulated compute) and returns ``2 * x``."""
+    def transform(x: Any) -> np.ndarray:
+        start = time.perf_counter()
+        time.sleep(TRANSFORM_S)
+        if log is not None:
+            log.append(("transform", threading.current_thread().name, start, time.perf_counter()))
+        return (np.asarray(x, dtype="float32") * 2).astype("float32")
+
+    return transform
+
+
+def _values(element: Any) -> np.ndarray:
+    return np.asarray(element.numpy() if hasattr(element, "numpy") else element, dtype="float32")
+
+
+def _identify(values: np.ndarray) -> int | None:
+    """The record index ``values`` equals, or None when it is no record (corrupt)."""
+    flat = values.reshape(-1)
+    if flat.shape != (WIDTH,):
+        return None
+    index = int(round(float(flat[0]) / 10))
+    return index if np.array_equal(flat, record(index)) else None
+
+
+# --------------------------------------------------------------------------- live demos
+
+
+@dataclass
+class Trials:
+    """Counts from a live demonstration: ``broken`` of ``runs`` trials, plus what was seen."""
+
+    broken: int = 0
+    runs: int = 0
+    seen: list[str] = field(default_factory=list)
+
+
+def _together(targets: Sequence[Callable[[], Any]]) -> list[BaseException | None]:
+    """Run each target on its own real thread, released together; each one's exception."""
+    barrier = threading.Barrier(len(targets))
+    errors: list[BaseException | None] = [None] * len(targets)
+
+    def body(k: int) -> None:
+        barrier.wait()
+        try:
+            targets[k]()
+        except BaseException as error:  # noqa: BLE001 - reported to the caller
+            errors[k] = error
+
+    threads = [threading.Thread(target=body, args=(k,)) for k in range(len(targets))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return errors
+
+
+def shared_generator_trials(make_generator: Callable[[], Any], *, trials: int,
+                            threads: int = 2) -> Trials:
+    """Share one generator between ``threads`` real threads; count trials that raised."""
+    out = Trials()
+    for _ in range(trials):
+        errors, _seen = _drain_together(make_generator(), threads)
+        out.runs += 1
+        if errors:
+            out.broken += 1
+            out.seen.append(f"{type(errors[0]).__name__}: {errors[0]}")
+    return out
+
+
+def _drain_together(iterable: Any, threads: int) -> tuple[list[BaseException],
+                                                          list[list[int | None]]]:
+    """Iterate ``iterable`` from ``threads`` threads at once: their errors, what each saw."""
+    seen: list[list[int | None]] = [[] for _ in range(threads)]
+
+    def drain(k: int) -> Callable[[], None]:
+        return lambda: seen[k].extend(_identify(_values(x)) for x in iterable)
+
+    errors = [e for e in _together([drain(k) for k in range(threads)]) if e is not None]
+    return errors, seen
+
+
+def concurrent_iterations(dataset_factory: Callable[[], Any], *, trials: int,
+                          records: int, threads: int = 2) -> Trials:
+    """Iterate one dataset from ``threads`` threads at once; count trials where one of them
+    raised, lost a record, saw one twice, or saw a corrupt one."""
+    out = Trials()
+    for _ in range(trials):
+        errors, seen = _drain_together(dataset_factory(), threads)
+        out.runs += 1
+        problems = [p for p in (_describe(got, records) for got in seen) if p]
+        if errors:
+            out.broken += 1
+            out.seen.append(_short_error(errors[0]))
+        elif problems:
+            out.broken += 1
+            out.seen.append(problems[0])
+    return out
+
+
+def _short_error(error: BaseException) -> str:
+    """The exception's type and the most telling line of its text (TF wraps Python errors)."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    telling = [line for line in lines if "Error:" in line or "executing" in line]
+    return f"{type(error).__name__}: {(telling or lines or [''])[-1][:120]}"
+
+
+def _describe(got: Sequence[int | None], records: int) -> str:
+    """'' when ``got`` holds each of ``records`` records once; otherwise what is wrong."""
+    corrupt = sum(g is None for g in got)
+    ids = [g for g in got if g is not None]
+    missing = sorted(set(range(records)) - set(ids))
+    twice = sorted({g for g in ids if ids.count(g) > 1})
+    extra = sorted({g for g in ids if not 0 <= g < records})
+    parts = []
+    if corrupt:
+        parts.append(f"{corrupt} corrupt record(s) (values of two records mixed)")
+    if missing:
+        parts.append(f"{len(missing)} record(s) lost, e.g. {missing[:3]}")
+    if twice:
+        parts.append(f"record(s) {twice[:3]} seen more than once")
+    if extra:
+        parts.append(f"record(s) {extra[:3]} that do not exist")
+    return "; ".join(parts)
+
+
+def reused_buffer_trials(*, trials: int, batches: int = 20, batch_size: int = 4,
+                         read_s: float = 0.001, step_s: float = 0.002) -> Trials:
+    """A hand-rolled loader: a producer thread fills ONE numpy buffer per batch and puts it on
+    a queue; the training loop takes batches off it and works ``step_s`` on each. Count
+    corrupt batches (rows that are not the batch's own records)."""
+    out = Trials()
+    for _ in range(trials):
+        out.broken += _reused_buffer_once(batches, batch_size, read_s, step_s)
+        out.runs += batches
+    return out
+
+
+def _reused_buffer_once(batches: int, batch_size: int, read_s: float, step_s: float) -> int:
+    q: queue.Queue = queue.Queue(maxsize=4)
+    buffer = np.empty((batch_size, WIDTH), dtype="float32")
+
+    def produce() -> None:
+        for b in range(batches):
+            for row in range(batch_size):
+                time.sleep(read_s)
+                buffer[row] = record(b * batch_size + row)
+            q.put((b, buffer))
+        q.put(None)
+
+    threading.Thread(target=produce, daemon=True).start()
+    corrupt = 0
+    while (item := q.get()) is not None:
+        b, batch = item
+        time.sleep(step_s)
+        expected = np.stack([record(b * batch_size + r) for r in range(batch_size)])
+        corrupt += not np.array_equal(batch, expected)
+    return corrupt
+
+
+# --------------------------------------------------------------------------- exercise 1
+
+
+def check_loader(make_dataset: Callable[[Callable[[int], np.ndarray], int], Any]) -> None:
+    """Grade exercise 1 (``make_dataset``); AssertionError with the student's message."""
+    require_ok(run_loader(make_dataset), exercise="make_dataset")
+
+
+def run_loader(make_dataset: Callable[[Callable[[int], np.ndarray], int], Any], *,
+               trials: int = STRESS_TRIALS) -> Result:
+    """Iterate ``make_dataset(read, n)`` twice on one thread, then from two threads at once."""
+    n = LOADER_RECORDS
+    _one_thread(make_dataset, n)
+
+    # One dataset for every trial: a dataset is iterated again and again (one epoch after
+    # another), and each trial starts two more iterations of it at the same time.
+    dataset = make_dataset(make_read(), n)
+
+    def setup() -> dict[str, Any]:
+        return {"dataset": dataset, "seen": [[], []]}
+
+    def worker(k: int) -> Callable[[dict[str, Any]], None]:
+        def run(state: dict[str, Any]) -> None:
+            state["seen"][k].extend(_identify(_values(x)) for x in state["dataset"])
+        return run
+
+    def check(state: dict[str, Any]) -> None:
+        for k, got in enumerate(state["seen"]):
+            problem = _describe(got, n)
+            assert not problem, (
+                f"thread {k}, iterating the dataset while another thread did too: expected "
+                f"each of the {n} records exactly once, but saw {len(got)} element(s): "
+                f"{problem}")
+
+    return stress(setup, [worker(0), worker(1)], check, trials=trials, seed=SEED,
+                  timeout_s=TIMEOUT_S)
+
+
+def _one_thread(make_dataset: Callable[..., Any], n: int) -> None:
+    # Instant reads, and the interpreter switching threads as often as it can: any thread the
+    # answer starts itself (a producer filling a shared buffer) runs as far ahead as it may.
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        dataset = make_dataset(make_read(0.0), n)
+        first = [_identify(_values(x)) for x in dataset]
+        second = [_identify(_values(x)) for x in dataset]
+    except AssertionError:
+        raise
+    except Exception as error:  # noqa: BLE001 - the student's code, reported to the student
+        raise AssertionError(
+            f"make_dataset: on one thread, building and iterating the dataset raised "
+            f"{type(error).__name__}: {str(error).splitlines()[0][:200]} (expected each of "
+            f"the {n} records exactly once)") from None
+    finally:
+        sys.setswitchinterval(interval)
+    for label, got in (("first", first), ("second", second)):
+        problem = _describe(got, n)
+        if problem:
+            raise AssertionError(
+                f"make_dataset: on one thread, the {label} iteration over the dataset should "
+                f"yield each of the {n} records exactly once (expected {n} elements), but it "
+                f"yielded {len(got)}: {problem}. A tf.data.Dataset can be iterated again and "
+                f"again; each iteration must start from the beginning.")
+
+
+# --------------------------------------------------------------------------- exercise 2
+
+
+def images(count: int = IMAGES) -> Any:
+    """The grader's images: a tf.data.Dataset of ``count`` float32 images in [0.3, 0.7],
+    each read with a 2 ms sleep (simulated I/O, four reads at a time, in order). No two images
+    are alike, none is symmetric."""
+    import tensorflow as tf
+
+    rng = np.random.default_rng(SEED)
+    data = rng.uniform(0.3, 0.7, size=(count, *IMAGE_SHAPE)).astype("float32")
+
+    def load(i: Any) -> np.ndarray:
+        time.sleep(0.002)
+        return data[int(i)]
+
+    def to_image(i: Any) -> Any:
+        image = tf.numpy_function(load, [i], tf.float32)
+        image.set_shape(IMAGE_SHAPE)
+        return image
+
+    return tf.data.Dataset.range(count).map(to_image, num_parallel_calls=4, deterministic=True)
+
+
+def image_array(count: int = IMAGES) -> np.ndarray:
+    """The images :func:`images` yields, as one numpy array."""
+    rng = np.random.default_rng(SEED)
+    return rng.uniform(0.3, 0.7, size=(count, *IMAGE_SHAPE)).astype("float32")
+
+
+def _collect(dataset: Any) -> np.ndarray:
+    return np.stack([_values(x) for x in dataset])
+
+
+def check_augment(augment: Callable[[Any, int], Any]) -> None:
+    """Grade exercise 2 (``augment``); AssertionError with the student's message."""
+    require_ok(run_augment(augment), exercise="augment")
+
+
+def run_augment(augment: Callable[[Any, int], Any], *, trials: int = STRESS_TRIALS) -> Result:
+    """Check one-thread properties, then stress two threads iterating the dataset at once."""
+    originals = image_array()
+    try:
+        # The first iteration of the dataset the threads will iterate again is the reference.
+        dataset = augment(images(), 11)
+        reference = _collect(dataset)
+        other_seed = _collect(augment(images(), 12))
+    except Exception as error:  # noqa: BLE001 - the student's code, reported to the student
+        raise AssertionError(
+            f"augment: on one thread, building and iterating the augmented dataset raised "
+            f"{type(error).__name__}: {str(error).splitlines()[0][:200]} (expected "
+            f"{IMAGES} augmented images)") from None
+    _augmentation_sane(reference, originals)
+    if np.array_equal(reference, other_seed):
+        raise AssertionError(
+            "augment: seeds 11 and 12 gave the same images; expected the seed to choose the "
+            "random shifts and flips.")
+
+    def setup() -> dict[str, Any]:
+        return {"dataset": dataset, "seen": [None, None]}
+
+    def worker(k: int) -> Callable[[dict[str, Any]], None]:
+        def run(state: dict[str, Any]) -> None:
+            state["seen"][k] = _collect(state["dataset"])
+        return run
+
+    def check(state: dict[str, Any]) -> None:
+        for k, got in enumerate(state["seen"]):
+            assert got is not None and got.shape == reference.shape, (
+                f"thread {k} saw {0 if got is None else len(got)} images, expected {IMAGES}")
+            differ = [i for i in range(IMAGES) if not np.allclose(got[i], reference[i],
+                                                                  atol=1e-6)]
+            assert not differ, (
+                f"iterating augment(images, seed=11) again, on thread {k} while another thread "
+                f"iterated it too, gave different images at position(s) {differ[:5]} than the "
+                f"first run: expected the same augmentation on every run (draw randomness "
+                f"from stateless ops seeded by the seed and the element's position)")
+
+    return stress(setup, [worker(0), worker(1)], check, trials=trials, seed=SEED,
+                  timeout_s=TIMEOUT_S)
+
+
+def _augmentation_sane(out: np.ndarray, originals: np.ndarray) -> None:
+    if out.shape != originals.shape:
+        raise AssertionError(f"augment: expected {len(originals)} images shaped "
+                             f"{originals.shape[1:]}, got an array shaped {out.shape}")
+    deltas, flips = [], 0
+    for i, (got, image) in enumerate(zip(out, originals, strict=True)):
+        matches = [(flipped, float(np.mean(got - base)))
+                   for flipped, base in ((False, image), (True, image[:, ::-1]))
+                   if np.allclose(got - base, np.mean(got - base), atol=1e-5)]
+        if not matches:
+            raise AssertionError(
+                f"augment: image {i} is not the input image (or its left-right mirror) plus "
+                f"one brightness shift; expected exactly that augmentation, in input order")
+        flipped, delta = matches[0]
+        if abs(delta) > MAX_DELTA + 1e-5:
+            raise AssertionError(f"augment: image {i} was shifted by {delta:+.3f}; expected "
+                                 f"shifts in [-{MAX_DELTA}, {MAX_DELTA}]")
+        deltas.append(round(delta, 4))
+        flips += flipped
+    if len(set(deltas)) < len(deltas) // 2:
+        raise AssertionError(
+            f"augment: expected a different random brightness shift for each image, but the "
+            f"{len(deltas)} images got only {len(set(deltas))} different shifts: is every "
+            f"element seeded with the same seed?")
+    if not 0 < flips < len(out):
+        raise AssertionError(f"augment: expected about half of the images flipped, saw "
+                             f"{flips} of {len(out)}")
+
+
+# --------------------------------------------------------------------------- exercise 3
+
+
+@dataclass
+class FastRun:
+    """One measurement of a pipeline against the naive loop and the ideal bound, run at the
+    same time. Times in seconds; ``log`` holds ``(stage, thread, start, end)`` events."""
+
+    naive_s: float
+    ideal_s: float
+    pipeline_s: float
+    values: list[np.ndarray]
+    log: list[tuple[str, str, float, float]]
+
+    @property
+    def speedup(self) -> float:
+        """Naive loop time over pipeline time."""
+        return self.naive_s / self.pipeline_s
+
+    @property
+    def ideal_speedup(self) -> float:
+        """Naive loop time over the ideal bound's time."""
+        return self.naive_s / self.ideal_s
+
+    @property
+    def share_of_ideal(self) -> float:
+        """The pipeline's speed-up as a share of the ideal one."""
+        return self.ideal_s / self.pipeline_s
+
+    def max_parallel(self, stage: str) -> int:
+        """Most calls of ``stage`` in flight at one moment."""
+        spans = [(s, e) for what, _t, s, e in self.log if what == stage]
+        return max((sum(s2 < e and s < e2 for s2, e2 in spans) for s, e in spans), default=0)
+
+
+def naive_loop(read: Callable[[int], np.ndarray], transform: Callable[[np.ndarray], Any],
+               n: int, train_step: Callable[[Any], None]) -> None:
+    """The hand-written baseline: read, transform, train, one record after another."""
+    for i in range(n):
+        train_step(transform(read(i)))
+
+
+def measure(pipeline: Callable[..., Any] | None, n: int = FAST_RECORDS) -> FastRun:
+    """Run the naive loop, the ideal bound and ``pipeline(read, transform, n)`` at once.
+
+    The ideal bound is a training loop whose input costs nothing after the first record: one
+    read and one transform, then ``n`` training steps. With ``pipeline=None`` only the first
+    two run (the pipeline time is then the naive time).
+    """
+    log: list[tuple[str, str, float, float]] = []
+    values: list[np.ndarray] = []
+    times: dict[str, float] = {}
+
+    def step(into: list | None) -> Callable[[Any], None]:
+        def train(x: Any) -> None:
+            start = time.perf_counter()
+            time.sleep(TRAIN_S)
+            if into is not None:
+                values.append(_values(x))
+                log.append(("train", threading.current_thread().name, start,
+                            time.perf_counter()))
+        return train
+
+    def timed(name: str, body: Callable[[], None]) -> Callable[[], None]:
+        def run() -> None:
+            start = time.perf_counter()
+            body()
+            times[name] = time.perf_counter() - start
+        return run
+
+    def ideal() -> None:
+        time.sleep(read_seconds(0) + TRANSFORM_S)
+        for _ in range(n):
+            time.sleep(TRAIN_S)
+
+    targets = [timed("naive", lambda: naive_loop(make_read(read_seconds), make_transform(), n,
+                                                 step(None))),
+               timed("ideal", ideal)]
+    if pipeline is not None:
+        # Built before the clock starts: tracing the map functions is a one-off cost.
+        dataset = pipeline(make_read(read_seconds, log), make_transform(log), n)
+        train = step(values)
+        targets.append(timed("pipeline", lambda: [train(x) for x in dataset]))
+    errors = [e for e in _together(targets) if e is not None]
+    if errors:
+        raise errors[0]
+    return FastRun(times["naive"], times["ideal"], times.get("pipeline", times["naive"]),
+                   values, log)
+
+
+def check_fast(fast_pipeline: Callable[..., Any]) -> None:
+    """Grade exercise 3 (``fast_pipeline``); AssertionError with the student's message."""
+    name = "fast_pipeline"
+    try:
+        run = measure(fast_pipeline)
+    except Exception as error:  # noqa: BLE001 - the student's code, reported to the student
+        raise AssertionError(
+            f"{name}: building and iterating the pipeline raised {type(error).__name__}: "
+            f"{str(error).splitlines()[0][:200]} (expected transform(read(i)) for i in "
+            f"range({FAST_RECORDS}))") from None
+    expected = [2 * record(i) for i in range(FAST_RECORDS)]
+    got = [v.reshape(-1) for v in run.values]
+    order = [int(round(float(v[0]) / 20)) if v.shape == (WIDTH,) else None for v in got]
+    in_order = len(got) == len(expected) and all(
+        np.array_equal(a, b) for a, b in zip(got, expected, strict=True))
+    if not in_order:
+        raise AssertionError(
+            f"{name}: expected transform(read(i)) for i = 0, 1, ..., {FAST_RECORDS - 1}, in "
+            f"that order, but the training loop got records {order}. Training order must not "
+            f"depend on which read finishes first: keep the map deterministic.")
+    parallel = run.max_parallel("read")
+    if parallel < 2:
+        raise AssertionError(
+            f"{name}: expected reads to run in parallel (I/O waits overlap), but at most "
+            f"{parallel} read ran at a time (speed-up {run.speedup:.2f}x over the naive loop, "
+            f"ideal {run.ideal_speedup:.2f}x)")
+    if run.share_of_ideal < MIN_SHARE_OF_IDEAL:
+        raise AssertionError(
+            f"{name}: expected a speed-up over the naive loop of at least "
+            f"{MIN_SHARE_OF_IDEAL:.0%} of the ideal {run.ideal_speedup:.2f}x measured in the same "
+            f"run, but measured {run.speedup:.2f}x ({run.share_of_ideal:.0%} of ideal)")
+
+
+# --------------------------------------------------------------------------- pictures
+
+
+def plot_timeline(runs: Sequence[tuple[str, FastRun]]) -> Any:
+    """One panel per run: a lane per stage (read, transform, train), bars where it ran."""
+    from matplotlib.figure import Figure
+
+    colors = {"read": "tab:blue", "transform": "tab:orange", "train": "tab:green"}
+    figure = Figure(figsize=(9, 1.3 * len(runs) + 0.4), layout="constrained")
+    axes_list = figure.subplots(len(runs), 1, sharex=True, squeeze=False)[:, 0]
+    for axes, (title, run) in zip(axes_list, runs, strict=True):
+        origin = min((s for _w, _t, s, _e in run.log), default=0.0)
+        for lane, stage in enumerate(("read", "transform", "train")):
+            spans = [(s - origin, e - s) for what, _t, s, e in run.log if what == stage]
+            # Parallel calls of one stage stack inside its lane.
+            ends: list[float] = []
+            for start, width in sorted(spans):
+                slot = next((k for k, end in enumerate(ends) if end <= start), len(ends))
+                if slot == len(ends):
+                    ends.append(0.0)
+                ends[slot] = start + width
+                axes.broken_barh([(start * 1000, width * 1000)],
+                                 (2 - lane - 0.4 + 0.8 * slot / 3, 0.8 / 3 - 0.02),
+                                 color=colors[stage], edgecolor="white", linewidth=0.5)
+        axes.set_yticks([2, 1, 0], ["read", "transform", "train"])
+        axes.set_title(f"{title}: {run.pipeline_s * 1000:.0f} ms, {run.speedup:.2f}x the "
+                       f"naive loop", fontsize=10, loc="left")
+    axes_list[-1].set_xlabel("time since the first call (ms)")
+    return figure

@@ -1,0 +1,456 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Use tf.data instead of hand-rolled threads
+#
+# A training loop waits for data. The classic fix is hand-written: a generator that reads
+# files, a producer thread that fills batches ahead of time, a queue between them. Each of
+# those pieces is shared between threads, and each has its own race. `tf.data` runs the same
+# reading, transforming and prefetching on TensorFlow's own threads, with the sharing done
+# for you, but it adds choices of its own (element order, randomness) that you must make on
+# purpose.
+#
+# **What you will see break.** A Python generator shared by two threads; `from_generator`
+# handed a generator object instead of a function; a producer thread that reuses one batch
+# buffer; a parallel `map` that reorders elements; random augmentation that gives different
+# data every run.
+#
+# **What you will build.** Three pipelines, each graded by iterating it from several real
+# threads at once:
+#
+# 1. `make_dataset`: a loader that yields every record exactly once, on every iteration, from
+#    any number of threads.
+# 2. `augment`: random augmentation that is identical on every run and different for every
+#    image.
+# 3. `fast_pipeline`: parallel reads, prefetching and a deterministic order, measured against
+#    the naive loop.
+#
+# **How long it takes.** About 40 minutes. The notebook runs top to bottom in about a minute
+# on two cores. All I/O and compute here is simulated with `time.sleep` (which, like real I/O,
+# releases the GIL), so that the timings show the pipeline's shape rather than your machine's
+# speed; every number printed is measured while you watch.
+
+# %% [markdown]
+# ## Setup
+#
+# `autograder.checks.tfdata` holds the simulated reads, the runners that start real threads,
+# the timeline picture and the graders.
+
+# %%
+import os
+
+os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
+
+import statistics
+import time
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from autograder.checks import tfdata
+from autograder.lesson import trials
+
+# %matplotlib inline
+tf.get_logger().setLevel("ERROR")
+print("TensorFlow", tf.__version__)
+print("Keras", keras.__version__)
+
+# %% [markdown]
+# ## The data
+#
+# A record is four numbers that say which record it is (record 3 is `[30, 31, 32, 33]`).
+# `tfdata.make_read(seconds)` returns a `read(index)` function that waits `seconds`, as a
+# file read would, then returns a fresh array for that record:
+
+# %%
+read = tfdata.make_read(0.002)
+print(read(0), read(3))
+
+# %% [markdown]
+# ## See it break
+#
+# ### A generator shared by threads
+#
+# The first hand-rolled loader is a generator. To read faster, two threads pull from the
+# same generator object. `tfdata.shared_generator_trials` does exactly that, in fresh trials
+# with real threads, and counts the trials in which a thread raised:
+
+# %%
+def records(n):
+    for i in range(n):
+        yield read(i)
+
+
+shared = tfdata.shared_generator_trials(lambda: records(8), trials=trials(20))
+print(f"raised in {shared.broken} of {shared.runs} trials")
+print(shared.seen[0] if shared.seen else "")
+
+# %% [markdown]
+# A generator is not a queue. While one thread is inside it (here, waiting in `read`),
+# another thread's `next()` raises `ValueError: generator already executing`.
+#
+# ### `from_generator` given a generator object
+#
+# `tf.data.Dataset.from_generator` takes a *function* that returns a generator, and calls it
+# once per iteration. A common slip hands it the generator object itself, through a
+# `lambda`:
+
+# %%
+spec = tf.TensorSpec((tfdata.WIDTH,), tf.float32)
+gen = records(8)
+slipped = tf.data.Dataset.from_generator(lambda: gen, output_signature=spec)
+print("first pass: ", len(list(slipped)), "records")
+print("second pass:", len(list(slipped)), "records")
+
+# %% [markdown]
+# The second pass, the next epoch, is empty: both iterations share the one generator. Now
+# iterate such a dataset from two threads at once, in fresh trials; count the trials in which
+# a thread raised, lost a record or saw one twice:
+
+# %%
+def slipped_dataset():
+    gen = records(8)
+    return tf.data.Dataset.from_generator(lambda: gen, output_signature=spec)
+
+
+def fixed_dataset():
+    return tf.data.Dataset.from_generator(lambda: records(8), output_signature=spec)
+
+
+slip = tfdata.concurrent_iterations(slipped_dataset, records=8, trials=trials(20))
+fixed = tfdata.concurrent_iterations(fixed_dataset, records=8, trials=trials(20))
+print(f"generator object:   broken in {slip.broken} of {slip.runs} trials, e.g. {slip.seen[:1]}")
+print(f"generator function: broken in {fixed.broken} of {fixed.runs} trials")
+
+# %% [markdown]
+# ### A producer thread that reuses its buffer
+#
+# The second hand-rolled loader starts a producer thread that reads the records of a batch
+# into a numpy buffer and puts the batch on a queue, while the training loop takes batches
+# off the queue. To save allocations, it fills the same buffer every time.
+# `tfdata.reused_buffer_trials` runs it (1 ms per read, 2 ms per training step) and counts
+# batches whose rows are not that batch's records:
+
+# %%
+reused = tfdata.reused_buffer_trials(trials=trials(5))
+print(f"corrupt batches: {reused.broken} of {reused.runs}")
+
+# %% [markdown]
+# The queue holds a *reference* to the buffer, not a copy. By the time the training loop
+# looks at a batch, the producer has already written rows of the next batch over it.
+#
+# ### A parallel map that reorders
+#
+# `map(f, num_parallel_calls=...)` runs `f` on several elements at once. Pass
+# `deterministic=False` and it hands out each result as soon as it is ready. Read eight
+# records whose reads take different times, and compare the order with the input order:
+
+# %%
+def read_slow(i):
+    time.sleep(tfdata.read_seconds(int(i)))
+    return tfdata.record(int(i))
+
+
+def py_read(i):
+    out = tf.numpy_function(read_slow, [i], tf.float32)
+    out.set_shape((tfdata.WIDTH,))
+    return out
+
+
+def order(dataset):
+    return [int(x[0]) // 10 for x in dataset]
+
+
+unordered = tf.data.Dataset.range(8).map(py_read, num_parallel_calls=4, deterministic=False)
+ordered = tf.data.Dataset.range(8).map(py_read, num_parallel_calls=4)
+runs = trials(10)
+print(f"deterministic=False: order changed in {sum(order(unordered) != list(range(8)) for _ in range(runs))} of {runs} runs, e.g. {order(unordered)}")
+print(f"default:             order changed in {sum(order(ordered) != list(range(8)) for _ in range(runs))} of {runs} runs")
+
+# %% [markdown]
+# ### Random augmentation that changes every run
+#
+# Augment images with a random brightness shift in a parallel map, the way most tutorials do,
+# with `tf.random.uniform` and even a global seed. Then iterate the dataset twice, as two
+# epochs or two runs of the same experiment would:
+
+# %%
+tf.random.set_seed(0)
+
+
+def brighten(image):
+    return image + tf.random.uniform([], -0.2, 0.2)
+
+
+augmented = tfdata.images().map(brighten, num_parallel_calls=tf.data.AUTOTUNE)
+runs = trials(10)
+reference = np.stack(list(augmented))
+differ = sum(not np.array_equal(np.stack(list(augmented)), reference) for _ in range(runs))
+print(f"stateful tf.random.uniform: different images in {differ} of {runs} runs")
+
+# %% [markdown]
+# A stateful random op keeps a hidden counter; each call takes the next numbers. With parallel
+# calls, which image gets which numbers depends on which thread gets there first, and every
+# iteration goes on from where the last one stopped. You cannot reproduce a run, nor compare
+# two models trained on "the same" data.
+
+# %% [markdown]
+# ## See why
+#
+# ### Where the time goes
+#
+# Each of those loaders exists to keep the training step busy. Take a workload of 8 records:
+# a read of 8-50 ms (`tfdata.read_seconds`), a 10 ms transform, a 15 ms training step.
+# `tfdata.measure(pipeline)` runs three things at the same time, so that a burst of load on
+# this machine hits them all: the naive loop (read, transform, train, one record after
+# another), the ideal bound (a training loop whose data costs nothing after the first
+# record), and your `pipeline(read, transform, n)`, logging every read, transform and step.
+#
+# Measure three pipelines: a plain Python generator (the naive loop), `tf.data` with
+# `prefetch` but sequential maps, and parallel maps plus `prefetch`:
+
+# %%
+def as_map(function):
+    def call(x):
+        out = tf.numpy_function(function, [x], tf.float32)
+        out.set_shape((tfdata.WIDTH,))
+        return out
+    return call
+
+
+def python_loop(read, transform, n):
+    return (transform(read(i)) for i in range(n))
+
+
+def prefetch_only(read, transform, n):
+    return (tf.data.Dataset.range(n).map(as_map(read)).map(as_map(transform))
+            .prefetch(tf.data.AUTOTUNE))
+
+
+def parallel_and_prefetch(read, transform, n):
+    return (tf.data.Dataset.range(n)
+            .map(as_map(read), num_parallel_calls=tf.data.AUTOTUNE)
+            .map(as_map(transform), num_parallel_calls=tf.data.AUTOTUNE)
+            .prefetch(tf.data.AUTOTUNE))
+
+
+shapes = [("Python loop", tfdata.measure(python_loop)),
+          ("prefetch only", tfdata.measure(prefetch_only)),
+          ("parallel map + prefetch", tfdata.measure(parallel_and_prefetch))]
+tfdata.plot_timeline(shapes)
+
+# %% [markdown]
+# Read the lanes top to bottom. In the Python loop the three stages take turns: the step waits
+# for every read. With `prefetch`, reading and transforming the next record runs while the
+# step trains on this one, so the slower side sets the pace: here the input (about 30 ms on
+# average) is slower than the step (15 ms). With a parallel map, several reads wait at once
+# (stacked bars), and the input keeps up with the step.
+#
+# ### Outdated advice: "without `prefetch`, tf.data does not overlap"
+#
+# Older guides compare a pipeline without `prefetch` against one with it. On TensorFlow 2.21
+# tf.data adds a prefetch by itself (`inject_prefetch`, on by default), so a pipeline without
+# `prefetch` already overlaps. Measure both settings:
+
+# %%
+def no_prefetch(read, transform, n):
+    return tf.data.Dataset.range(n).map(as_map(read)).map(as_map(transform))
+
+
+def really_no_prefetch(read, transform, n):
+    options = tf.data.Options()
+    options.experimental_optimization.inject_prefetch = False
+    return no_prefetch(read, transform, n).with_options(options)
+
+
+print("inject_prefetch, unless you set it:", tf.data.Options().experimental_optimization.inject_prefetch,
+      "(None: TensorFlow's default, which is on)")
+for name, pipeline in [("no prefetch() call", no_prefetch),
+                       ("inject_prefetch = False", really_no_prefetch)]:
+    run = tfdata.measure(pipeline)
+    print(f"{name:24s} {run.speedup:.2f}x the naive loop")
+
+# %% [markdown]
+# A baseline "without prefetch" is not sequential unless you switch the injection off (or use
+# a Python loop, as `tfdata.measure` does).
+
+# %% [markdown]
+# ## Fix it
+#
+# ### Exercise 1: a loader that survives threads and epochs
+#
+# Replace the hand-rolled loaders with a `tf.data.Dataset`. Write `make_dataset(read, n)`,
+# which returns a dataset of `read(i)` for every `i` in `range(n)`, each exactly once, in any
+# order. The grader iterates one dataset from two threads at once, twice on each, and checks
+# every record is seen exactly once on every iteration, with its own values. Use
+# `tf.numpy_function` (or `from_generator` with a generator *function*) to call `read`.
+
+# %% nbgrader={"grade": false, "grade_id": "ex_tfdata_loader", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def make_dataset(read, n):
+    """Return a tf.data.Dataset of ``read(i)`` for ``i`` in ``range(n)``, each once.
+
+    ``read(i)`` returns a float32 numpy array of shape ``(tfdata.WIDTH,)`` and may block for
+    a while (it stands in for a file read). The dataset may be iterated many times and from
+    several threads at once; every iteration yields every record exactly once.
+    """
+    ### BEGIN SOLUTION
+    def load(i):
+        out = tf.numpy_function(read, [i], tf.float32)
+        out.set_shape((tfdata.WIDTH,))
+        return out
+
+    return (tf.data.Dataset.range(n)
+            .map(load, num_parallel_calls=tf.data.AUTOTUNE)
+            .prefetch(tf.data.AUTOTUNE))
+    ### END SOLUTION
+
+
+# %%
+dataset = make_dataset(tfdata.make_read(0.002), 6)
+print([int(x[0]) // 10 for x in dataset])
+
+# %% nbgrader={"grade": true, "grade_id": "test_tfdata_loader", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+dataset = make_dataset(tfdata.make_read(0.0), 5)
+for epoch in range(2):
+    got = sorted(int(x[0]) // 10 for x in dataset)
+    assert got == list(range(5)), f"epoch {epoch}: expected records 0-4 once each, got {got}"
+print("quick test passed")
+### BEGIN HIDDEN TESTS
+tfdata.check_loader(make_dataset)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### Exercise 2: augmentation you can reproduce
+#
+# Write `augment(images, seed)`. `images` is a dataset of float32 images shaped
+# `tfdata.IMAGE_SHAPE` (`tfdata.images()` makes one). Return a dataset with, for each image in
+# input order, the image plus a random brightness shift drawn uniformly from
+# `[-tfdata.MAX_DELTA, tfdata.MAX_DELTA]`, then flipped left to right with probability 1/2.
+# Run the augmentation in a parallel map. Iterating the result must give exactly the same
+# images on every run and from every thread; each image must get its own random draws; another
+# `seed` must give other draws.
+#
+# Hint: the `tf.random.stateless_*` and `tf.image.stateless_random_*` ops take their seed as
+# a tensor of two integers, and give the same result for the same seed, whatever thread runs
+# them and whenever. `Dataset.enumerate()` gives each element its position.
+
+# %% nbgrader={"grade": false, "grade_id": "ex_tfdata_augment", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def augment(images, seed):
+    """Return ``images`` randomly brightened and flipped, the same on every run for ``seed``."""
+    ### BEGIN SOLUTION
+    def one(index, image):
+        element_seed = tf.stack([tf.constant(seed, tf.int64), index])
+        image = tf.image.stateless_random_brightness(image, tfdata.MAX_DELTA, element_seed)
+        return tf.image.stateless_random_flip_left_right(image, element_seed + 1)
+
+    return images.enumerate().map(one, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    ### END SOLUTION
+
+
+# %%
+first = np.stack(list(augment(tfdata.images(), 7)))
+second = np.stack(list(augment(tfdata.images(), 7)))
+print("same on a second run:", np.array_equal(first, second))
+print("mean brightness change of the first five images:",
+      np.round((first - tfdata.image_array()).mean(axis=(1, 2, 3))[:5], 3))
+
+# %% nbgrader={"grade": true, "grade_id": "test_tfdata_augment", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+first = np.stack(list(augment(tfdata.images(8), 3)))
+assert first.shape == (8, *tfdata.IMAGE_SHAPE), f"expected 8 images, got shape {first.shape}"
+assert np.array_equal(first, np.stack(list(augment(tfdata.images(8), 3)))), "expected the same images on a second run"
+assert not np.array_equal(first, np.stack(list(augment(tfdata.images(8), 4)))), "expected another seed to change the images"
+print("quick test passed")
+### BEGIN HIDDEN TESTS
+tfdata.check_augment(augment)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### Exercise 3: a pipeline that keeps the step busy
+#
+# Write `fast_pipeline(read, transform, n)`, returning a dataset of `transform(read(i))` for
+# `i` = 0, 1, ..., n-1 *in that order* (training order is part of a reproducible run).
+# `read(i)` takes 8-50 ms and `transform(x)` 10 ms, both returning float32 arrays shaped
+# `(tfdata.WIDTH,)`; the training step takes 15 ms. The grader runs your pipeline with
+# `tfdata.measure` and requires: the right records in the right order; at least two reads
+# waiting at the same time; and a speed-up over the naive loop of at least 30 % of the ideal
+# speed-up measured in the same run. (The floor is low because this notebook may share a busy
+# machine: the parallel-read property is what tells a fast pipeline from a slow one; "Measure
+# it" shows how close to the ideal yours gets.)
+
+# %% nbgrader={"grade": false, "grade_id": "ex_tfdata_fast", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def fast_pipeline(read, transform, n):
+    """Return a dataset of ``transform(read(i))`` for ``i`` in ``range(n)``, in order, fast."""
+    ### BEGIN SOLUTION
+    def stage(function):
+        def call(x):
+            out = tf.numpy_function(function, [x], tf.float32)
+            out.set_shape((tfdata.WIDTH,))
+            return out
+        return call
+
+    return (tf.data.Dataset.range(n)
+            .map(stage(read), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+            .map(stage(transform), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+            .prefetch(tf.data.AUTOTUNE))
+    ### END SOLUTION
+
+
+# %%
+run = tfdata.measure(fast_pipeline)
+print(f"records in order: {[int(v[0]) // 20 for v in run.values]}")
+print(f"speed-up {run.speedup:.2f}x, ideal {run.ideal_speedup:.2f}x ({run.share_of_ideal:.0%} of ideal), "
+      f"reads at once: {run.max_parallel('read')}")
+
+# %% nbgrader={"grade": true, "grade_id": "test_tfdata_fast", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
+quick = [v for v in fast_pipeline(tfdata.make_read(0.0), tfdata.make_transform(), 4)]
+assert [int(v[0]) // 20 for v in quick] == [0, 1, 2, 3], "expected records 0, 1, 2, 3 in order"
+print("quick test passed")
+### BEGIN HIDDEN TESTS
+tfdata.check_fast(fast_pipeline)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Measure it
+#
+# Compare the naive loop, `prefetch` alone and your pipeline against the ideal bound, a few
+# times each; print the medians. The bound on the speed-up from `prefetch` alone, overlapping
+# input with training but reading one record at a time, is (input + step) / max(input, step);
+# with parallel reads the input hides behind the step, and the bound is what `measure` runs:
+
+# %%
+mean_input = statistics.mean(tfdata.read_seconds(i) for i in range(tfdata.FAST_RECORDS)) + tfdata.TRANSFORM_S
+overlap_bound = (mean_input + tfdata.TRAIN_S) / max(mean_input, tfdata.TRAIN_S)
+repeats = trials(3, when_grading=1)
+rows = {name: [tfdata.measure(p) for _ in range(repeats)]
+        for name, p in [("prefetch only", prefetch_only), ("fast_pipeline", fast_pipeline)]}
+ideal = statistics.median(r.ideal_speedup for runs in rows.values() for r in runs)
+print(f"ideal bound, parallel reads (measured): {ideal:.2f}x the naive loop")
+print(f"ideal bound, prefetch only (computed):  {overlap_bound:.2f}x")
+for name, runs in rows.items():
+    print(f"{name:15s} {statistics.median(r.speedup for r in runs):.2f}x "
+          f"({statistics.median(r.share_of_ideal for r in runs):.0%} of the parallel-read bound)")
+tfdata.plot_timeline([("fast_pipeline", rows["fast_pipeline"][0])])
+
+# %% [markdown]
+# `prefetch` alone stays below even its own bound (about 1.5x): one read at a time cannot keep
+# up with the step, and every stage pays some overhead. Parallel reads let the input keep pace
+# with the step, and your pipeline gets much closer to the ideal bound: on a busy two-core
+# machine we measured 67-84 % of it for this pipeline, against 47-57 % for `prefetch` alone.
+# The numbers move from run to run on a shared machine; the ordering does not.
+#
+# ## Summary
+#
+# Let `tf.data` own the threads: give it functions (never shared generators or buffers), read
+# in parallel with `num_parallel_calls` and overlap with `prefetch`, keep `deterministic`
+# unless order truly does not matter, and seed randomness per element with stateless ops.

@@ -1,0 +1,387 @@
+"""Answers a student might write for lesson 05 (stress tests and benchmarks).
+
+``stress_ledger`` wrong answers: one thread only; threads without a barrier and little work;
+a good hammer that only checks the final totals (misses torn snapshots); an invariant stricter
+than the contract (fails correct ledgers); retrying a failed trial and passing if any attempt
+passes (retries hide races); a barrier with the wrong number of parties (hangs).
+``measure`` wrong answers: threads started and joined one after another; one average instead
+of per-call latencies; CPU time instead of wall time; throughput that forgets the threads.
+``explore_ledger`` wrong answers: no reader thread; a check that compares only final totals;
+a single writer with a reader that checks nothing; an invariant stricter than the contract.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+import time
+from typing import Any
+
+from autograder.checks.stress_tests import batch
+from autograder.harness import explore
+
+ROWS = 3
+
+# --------------------------------------------------------------------------- stress_ledger
+
+
+def _hammer(make_ledger: Any, *, threads: int, records: int, barrier: bool,
+            reader: bool, strict: bool = False) -> None:
+    """One trial: ``threads`` writers (and maybe a reader), then the checks."""
+    ledger = make_ledger()
+    data = batch(ROWS)
+    start = threading.Barrier(threads + int(reader)) if barrier else None
+    done = threading.Event()
+    torn: list[tuple[int, int]] = []
+
+    def writer() -> None:
+        if start is not None:
+            start.wait()
+        for _ in range(records):
+            ledger.record(data)
+
+    def read() -> None:
+        if start is not None:
+            start.wait()
+        while not done.is_set():
+            requests, rows = ledger.totals()
+            if rows != ROWS * requests or (strict and requests == 0):
+                torn.append((requests, rows))
+
+    pool = [threading.Thread(target=writer) for _ in range(threads)]
+    if reader:
+        pool.append(threading.Thread(target=read))
+    for thread in pool:
+        thread.start()
+    for thread in pool[:threads]:
+        thread.join()
+    done.set()
+    for thread in pool[threads:]:
+        thread.join()
+    assert not torn, f"torn snapshots: {torn[:3]}"
+    assert ledger.totals() == (threads * records, ROWS * threads * records), ledger.totals()
+
+
+def single_thread(make_ledger: Any) -> None:
+    """Wrong: one thread never races."""
+    _hammer(make_ledger, threads=1, records=300, barrier=False, reader=False)
+
+
+def few_threads_no_barrier(make_ledger: Any) -> None:
+    """Wrong: two threads, ten records each, started one after another, final totals only."""
+    _hammer(make_ledger, threads=2, records=10, barrier=False, reader=False)
+
+
+def final_totals_only(make_ledger: Any) -> None:
+    """Wrong: a good hammer, but nobody reads while writers write: torn snapshots go unseen."""
+    _hammer(make_ledger, threads=4, records=100, barrier=True, reader=False)
+
+
+def stricter_than_contract(make_ledger: Any) -> None:
+    """Wrong: a snapshot taken before the first record ((0, 0)) is legal, this calls it torn."""
+    _hammer(make_ledger, threads=4, records=100, barrier=True, reader=True, strict=True)
+
+
+def retry_until_green(make_ledger: Any) -> None:
+    """Wrong: 'flaky, retry it': a trial that passes on any of three attempts counts as passed."""
+    for attempt in range(3):
+        try:
+            _hammer(make_ledger, threads=1 + attempt % 2, records=50, barrier=False,
+                    reader=False)
+            return
+        except AssertionError:
+            continue
+    raise AssertionError("failed three times")
+
+
+def barrier_miscounted(make_ledger: Any) -> None:
+    """Wrong: the barrier waits for one party too many and never opens."""
+    ledger = make_ledger()
+    start = threading.Barrier(5)
+    pool = [threading.Thread(target=lambda: (start.wait(), ledger.record(batch(ROWS))),
+                             daemon=True) for _ in range(4)]
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+
+
+WRONG_STRESS = [single_thread, few_threads_no_barrier, final_totals_only, stricter_than_contract,
+                retry_until_green, barrier_miscounted]
+
+
+def pool_with_checker(make_ledger: Any) -> None:
+    """Correct, another structure: a thread pool, a Barrier, the reader checks every snapshot."""
+    ledger = make_ledger()
+    data = batch(2)
+    go = threading.Barrier(5)
+    writing = [True]
+    snaps: list[tuple[int, int]] = []
+
+    def write() -> None:
+        go.wait()
+        for _ in range(80):
+            ledger.record(data)
+
+    def read() -> None:
+        go.wait()
+        while writing[0]:
+            snaps.append(ledger.totals())
+
+    with concurrent.futures.ThreadPoolExecutor(5) as pool:
+        reader = pool.submit(read)
+        writers = [pool.submit(write) for _ in range(4)]
+        for future in writers:
+            future.result()
+        writing[0] = False
+        reader.result()
+    bad = [s for s in snaps if s[1] != 2 * s[0]]
+    assert not bad, f"{len(bad)} torn snapshots, e.g. {bad[0]}"
+    assert ledger.totals() == (320, 640), f"lost updates: {ledger.totals()}"
+
+
+def event_start_mixed_rows(make_ledger: Any) -> None:
+    """Correct, another primitive: an Event starts the threads; two readers; 4-row batches."""
+    ledger = make_ledger()
+    big = batch(4)
+    go = threading.Event()
+    stop = threading.Event()
+    problems: list[str] = []
+
+    def write(which: int) -> None:
+        go.wait()
+        for _ in range(80):
+            ledger.record(big)
+
+    def read() -> None:
+        go.wait()
+        while not stop.is_set():
+            requests, rows = ledger.totals()
+            if rows != 4 * requests:
+                problems.append(f"snapshot {requests, rows} is impossible")
+
+    writers = [threading.Thread(target=write, args=(k,)) for k in range(4)]
+    readers = [threading.Thread(target=read) for _ in range(2)]
+    for thread in writers + readers:
+        thread.start()
+    time.sleep(0.01)
+    go.set()
+    for thread in writers:
+        thread.join()
+    stop.set()
+    for thread in readers:
+        thread.join()
+    assert not problems, problems[0]
+    assert ledger.totals() == (320, 1280), f"expected (320, 1280), saw {ledger.totals()}"
+
+
+CORRECT_STRESS = [pool_with_checker, event_start_mixed_rows]
+
+# --------------------------------------------------------------------------- measure
+
+
+def _measure_threads(serve: Any, threads: int, calls: int, *, together: bool,
+                     clock: Any = time.perf_counter) -> tuple[float, list[float]]:
+    latencies: list[float] = []
+    lock = threading.Lock()
+
+    def body() -> None:
+        for _ in range(calls):
+            start = clock()
+            serve()
+            took = clock() - start
+            with lock:
+                latencies.append(took)
+
+    pool = [threading.Thread(target=body) for _ in range(threads)]
+    start = time.perf_counter()
+    if together:
+        for thread in pool:
+            thread.start()
+        for thread in pool:
+            thread.join()
+    else:
+        for thread in pool:
+            thread.start()
+            thread.join()
+    return time.perf_counter() - start, latencies
+
+
+def measure_one_after_another(serve: Any, threads: int, calls: int) -> dict[str, Any]:
+    """Wrong: starts and joins each thread before the next: nothing ever overlaps."""
+    wall, latencies = _measure_threads(serve, threads, calls, together=False)
+    return {"wall_s": wall, "latencies_s": latencies, "throughput": threads * calls / wall}
+
+
+def measure_average_latency(serve: Any, threads: int, calls: int) -> dict[str, Any]:
+    """Wrong: reports the mean latency for every call instead of each call's own."""
+    wall, latencies = _measure_threads(serve, threads, calls, together=True)
+    mean = sum(latencies) / len(latencies)
+    return {"wall_s": wall, "latencies_s": [mean] * len(latencies),
+            "throughput": threads * calls / wall}
+
+
+def measure_cpu_time(serve: Any, threads: int, calls: int) -> dict[str, Any]:
+    """Wrong: times calls with thread CPU time, which does not count time spent waiting."""
+    wall, latencies = _measure_threads(serve, threads, calls, together=True,
+                                       clock=time.thread_time)
+    return {"wall_s": wall, "latencies_s": [max(x, 1e-9) for x in latencies],
+            "throughput": threads * calls / wall}
+
+
+def measure_forgets_threads(serve: Any, threads: int, calls: int) -> dict[str, Any]:
+    """Wrong: throughput counts one thread's calls only."""
+    wall, latencies = _measure_threads(serve, threads, calls, together=True)
+    return {"wall_s": wall, "latencies_s": latencies, "throughput": calls / wall}
+
+
+WRONG_MEASURES = [measure_one_after_another, measure_average_latency, measure_cpu_time,
+                  measure_forgets_threads]
+
+
+def measure_with_executor(serve: Any, threads: int, calls: int) -> dict[str, Any]:
+    """Correct, another structure: a thread pool and a Barrier; each task returns its latencies."""
+    go = threading.Barrier(threads)
+
+    def body() -> list[float]:
+        go.wait()
+        out = []
+        for _ in range(calls):
+            start = time.perf_counter_ns()
+            serve()
+            out.append((time.perf_counter_ns() - start) / 1e9)
+        return out
+
+    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+        start = time.perf_counter()
+        futures = [pool.submit(body) for _ in range(threads)]
+        latencies = [x for future in futures for x in future.result()]
+        wall = time.perf_counter() - start
+    return {"wall_s": wall, "latencies_s": latencies, "throughput": len(latencies) / wall}
+
+
+def measure_with_monotonic(serve: Any, threads: int, calls: int) -> dict[str, Any]:
+    """Correct, another clock and layout: time.monotonic, a preallocated per-thread table."""
+    table = [[0.0] * calls for _ in range(threads)]
+    go = threading.Event()
+
+    def body(k: int) -> None:
+        go.wait()
+        for i in range(calls):
+            start = time.monotonic()
+            serve()
+            table[k][i] = time.monotonic() - start
+
+    pool = [threading.Thread(target=body, args=(k,)) for k in range(threads)]
+    for thread in pool:
+        thread.start()
+    start = time.monotonic()
+    go.set()
+    for thread in pool:
+        thread.join()
+    wall = time.monotonic() - start
+    return {"wall_s": wall, "latencies_s": [x for row in table for x in row],
+            "throughput": threads * calls / wall}
+
+
+CORRECT_MEASURES = [measure_with_executor, measure_with_monotonic]
+
+# --------------------------------------------------------------------------- explore_ledger
+
+
+def _explore(make_ledger: Any, workers: str, *, final_only: bool = False,
+             strict: bool = False) -> Any:
+    def setup() -> dict[str, Any]:
+        return {"ledger": make_ledger(), "seen": []}
+
+    def writer(state: dict[str, Any]) -> None:
+        state["ledger"].record(batch(ROWS))
+
+    def reader(state: dict[str, Any]) -> None:
+        state["seen"].append(state["ledger"].totals())
+
+    writers = workers.count("w")
+
+    def check(state: dict[str, Any]) -> None:
+        if not final_only:
+            for requests, rows in state["seen"]:
+                assert rows == ROWS * requests, f"torn snapshot {(requests, rows)}"
+                assert not strict or requests > 0, "snapshot before any record"
+        assert state["ledger"].totals() == (writers, ROWS * writers), "lost update"
+
+    chosen = [writer if c == "w" else reader for c in workers]
+    return explore(setup, chosen, check, seed=0, max_schedules=150)
+
+
+def explore_no_reader(make_ledger: Any) -> Any:
+    """Wrong: two writers only: lost updates are found, torn snapshots never looked for."""
+    return _explore(make_ledger, "ww")
+
+
+def explore_final_only(make_ledger: Any) -> Any:
+    """Wrong: a reader runs, but the check only compares the final totals."""
+    return _explore(make_ledger, "wwr", final_only=True)
+
+
+def explore_one_writer_unchecked(make_ledger: Any) -> Any:
+    """Wrong: one writer and a reader whose snapshots are never checked."""
+    return _explore(make_ledger, "wr", final_only=True)
+
+
+def explore_too_strict(make_ledger: Any) -> Any:
+    """Wrong: calls a legal (0, 0) snapshot torn."""
+    return _explore(make_ledger, "wwr", strict=True)
+
+
+WRONG_EXPLORES = [explore_no_reader, explore_final_only, explore_one_writer_unchecked,
+                  explore_too_strict]
+
+
+def explore_two_readers(make_ledger: Any) -> Any:
+    """Correct, another structure: one writer recording twice, two readers, a returning check."""
+    def setup() -> Any:
+        return make_ledger(), []
+
+    def writer(state: Any) -> None:
+        state[0].record(batch(2))
+        state[0].record(batch(2))
+
+    def reader(state: Any) -> None:
+        state[1].append(state[0].totals())
+
+    def other_writer(state: Any) -> None:
+        state[0].record(batch(2))
+
+    def check(state: Any) -> bool:
+        ledger, seen = state
+        return all(rows == 2 * requests for requests, rows in seen) and ledger.totals() == (3, 6)
+
+    return explore(setup, [writer, other_writer, reader, reader], check, seed=3,
+                   max_schedules=200)
+
+
+def explore_exhaustive_pairs(make_ledger: Any) -> Any:
+    """Correct, another structure: records of 1 and 5 rows; checks the totals are reachable."""
+    def setup() -> dict[str, Any]:
+        return {"ledger": make_ledger(), "seen": []}
+
+    def small(state: dict[str, Any]) -> None:
+        state["ledger"].record(batch(1))
+
+    def large(state: dict[str, Any]) -> None:
+        state["ledger"].record(batch(5))
+
+    def reader(state: dict[str, Any]) -> None:
+        for _ in range(2):
+            state["seen"].append(state["ledger"].totals())
+
+    def check(state: dict[str, Any]) -> None:
+        legal = {(0, 0), (1, 1), (1, 5), (2, 6)}
+        for snap in state["seen"]:
+            assert snap in legal, f"snapshot {snap} matches no set of finished records"
+        assert state["ledger"].totals() == (2, 6)
+
+    return explore(setup, [small, large, reader], check, seed=1, max_schedules=120)
+
+
+CORRECT_EXPLORES = [explore_two_readers, explore_exhaustive_pairs]

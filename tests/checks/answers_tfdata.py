@@ -1,0 +1,205 @@
+"""Answers a student might write for lesson 04 (tfdata): wrong ones and correct ones.
+
+Each exercise gets the mistakes people really make (a generator object handed to
+``from_generator``, a shared iterator or counter inside a map, a hand-rolled producer thread
+that reuses one buffer, stateful random ops, one seed for every element, ``deterministic=False``,
+prefetch without parallel reads, a Python loop wrapped in ``from_generator``) and correct
+answers written differently from the lesson's solution.
+"""
+
+from __future__ import annotations
+
+import itertools
+import queue
+import threading
+
+import numpy as np
+import tensorflow as tf
+
+from autograder.checks import tfdata
+
+AUTOTUNE = tf.data.AUTOTUNE
+SPEC = tf.TensorSpec((tfdata.WIDTH,), tf.float32)
+
+
+def _py(function):
+    def call(x):
+        out = tf.numpy_function(function, [x], tf.float32)
+        out.set_shape((tfdata.WIDTH,))
+        return out
+    return call
+
+
+# --------------------------------------------------------------------------- make_dataset
+
+
+def generator_object_loader(read, n):
+    """``from_generator`` given a generator object (through a lambda): one pass, shared."""
+    records = (read(i) for i in range(n))
+    return tf.data.Dataset.from_generator(lambda: records, output_signature=SPEC)
+
+
+def shared_counter_loader(read, n):
+    """A parallel map whose element ignores its index and takes the next one from a counter."""
+    counter = itertools.count()
+    return tf.data.Dataset.range(n).map(_py(lambda _i: read(next(counter))),
+                                        num_parallel_calls=AUTOTUNE)
+
+
+def reused_buffer_loader(read, n):
+    """A hand-rolled producer thread reading ahead into one buffer shared by every iteration."""
+    buffer = np.empty(tfdata.WIDTH, dtype="float32")
+
+    def generate():
+        q = queue.Queue(maxsize=4)
+
+        def produce():
+            for i in range(n):
+                buffer[:] = read(i)
+                q.put(buffer)
+            q.put(None)
+
+        threading.Thread(target=produce, daemon=True).start()
+        while (item := q.get()) is not None:
+            yield item
+
+    return tf.data.Dataset.from_generator(generate, output_signature=SPEC).prefetch(2)
+
+
+def generator_function_loader(read, n):
+    """``from_generator`` given the generator *function*: a fresh generator per iteration."""
+    def generate():
+        for i in range(n):
+            yield read(i)
+    return tf.data.Dataset.from_generator(generate, output_signature=SPEC).prefetch(AUTOTUNE)
+
+
+def tensor_slices_loader(read, n):
+    """Indices as tensor slices, an unordered parallel map: order is not part of the contract."""
+    return (tf.data.Dataset.from_tensor_slices(np.arange(n))
+            .map(_py(read), num_parallel_calls=4, deterministic=False))
+
+
+WRONG_LOADERS = [generator_object_loader, shared_counter_loader, reused_buffer_loader]
+CORRECT_LOADERS = [generator_function_loader, tensor_slices_loader]
+
+
+# --------------------------------------------------------------------------- augment
+
+
+def stateful_augment(images, seed):
+    """``tf.random.uniform`` and a coin flip with no per-element seed: new draws every run."""
+    tf.random.set_seed(seed)
+
+    def one(image):
+        image = image + tf.random.uniform([], -tfdata.MAX_DELTA, tfdata.MAX_DELTA)
+        return tf.cond(tf.random.uniform([]) < 0.5, lambda: image[:, ::-1], lambda: image)
+
+    return images.map(one, num_parallel_calls=AUTOTUNE)
+
+
+def shared_generator_augment(images, seed):
+    """A ``tf.random.Generator`` shared by the parallel map: its state moves on every run."""
+    generator = tf.random.Generator.from_seed(seed)
+
+    def one(image):
+        image = image + generator.uniform([], -tfdata.MAX_DELTA, tfdata.MAX_DELTA)
+        return tf.cond(generator.uniform([]) < 0.5, lambda: image[:, ::-1], lambda: image)
+
+    return images.map(one, num_parallel_calls=AUTOTUNE)
+
+
+def one_seed_augment(images, seed):
+    """Stateless ops, but every element gets the same seed: every image the same shift."""
+    def one(image):
+        pair = tf.constant([seed, 0], dtype=tf.int64)
+        image = tf.image.stateless_random_brightness(image, tfdata.MAX_DELTA, pair)
+        return tf.image.stateless_random_flip_left_right(image, pair)
+
+    return images.map(one, num_parallel_calls=AUTOTUNE)
+
+
+def unordered_augment(images, seed):
+    """Per-element stateless seeds, but ``deterministic=False``: same images, order changes."""
+    def one(index, image):
+        pair = tf.stack([tf.constant(seed, tf.int64), index])
+        image = tf.image.stateless_random_brightness(image, tfdata.MAX_DELTA, pair)
+        return tf.image.stateless_random_flip_left_right(image, pair + 1)
+
+    return images.enumerate().map(one, num_parallel_calls=AUTOTUNE, deterministic=False)
+
+
+def split_seed_augment(images, seed):
+    """Seeds split from one per-element seed with ``stateless_split``; ops written by hand."""
+    def one(index, image):
+        seeds = tf.random.experimental.stateless_split(tf.stack([index, seed]), num=2)
+        delta = tf.random.stateless_uniform([], seeds[0], -tfdata.MAX_DELTA, tfdata.MAX_DELTA)
+        flip = tf.random.stateless_uniform([], seeds[1]) < 0.5
+        image = image + delta
+        return tf.where(flip, tf.reverse(image, axis=[1]), image)
+
+    return images.enumerate().map(one, num_parallel_calls=AUTOTUNE, deterministic=True)
+
+
+def numpy_rng_augment(images, seed):
+    """A numpy ``default_rng((seed, index))`` per element inside ``numpy_function``."""
+    def draw(index, image):
+        rng = np.random.default_rng((seed, int(index)))
+        image = image + np.float32(rng.uniform(-tfdata.MAX_DELTA, tfdata.MAX_DELTA))
+        return (image[:, ::-1] if rng.random() < 0.5 else image).astype("float32")
+
+    def one(index, image):
+        out = tf.numpy_function(draw, [index, image], tf.float32)
+        out.set_shape(tfdata.IMAGE_SHAPE)
+        return out
+
+    return images.enumerate().map(one, num_parallel_calls=AUTOTUNE)
+
+
+WRONG_AUGMENTS = [stateful_augment, shared_generator_augment, one_seed_augment,
+                  unordered_augment]
+CORRECT_AUGMENTS = [split_seed_augment, numpy_rng_augment]
+
+
+# --------------------------------------------------------------------------- fast_pipeline
+
+
+def prefetch_only_pipeline(read, transform, n):
+    """``prefetch`` on sequential maps: input overlaps training, but reads run one at a time."""
+    return (tf.data.Dataset.range(n).map(_py(read)).map(_py(transform))
+            .prefetch(AUTOTUNE))
+
+
+def unordered_pipeline(read, transform, n):
+    """Parallel reads with ``deterministic=False``: fast, but records arrive out of order."""
+    return (tf.data.Dataset.range(n)
+            .map(_py(read), num_parallel_calls=AUTOTUNE, deterministic=False)
+            .map(_py(transform), num_parallel_calls=AUTOTUNE).prefetch(AUTOTUNE))
+
+
+def python_loop_pipeline(read, transform, n):
+    """The naive loop moved into ``from_generator``: prefetched, but one read at a time."""
+    def generate():
+        for i in range(n):
+            yield transform(read(i))
+    return tf.data.Dataset.from_generator(generate, output_signature=SPEC).prefetch(AUTOTUNE)
+
+
+def one_map_pipeline(read, transform, n):
+    """Read and transform in one parallel map, fixed parallelism, explicit prefetch."""
+    return (tf.data.Dataset.range(n)
+            .map(_py(lambda i: transform(read(i))), num_parallel_calls=4, deterministic=True)
+            .prefetch(2))
+
+
+def interleave_pipeline(read, transform, n):
+    """Parallel ``interleave`` of one-record datasets, then a parallel transform."""
+    def one(i):
+        return tf.data.Dataset.from_tensors(i).map(_py(read))
+    return (tf.data.Dataset.range(n)
+            .interleave(one, cycle_length=4, num_parallel_calls=AUTOTUNE, deterministic=True)
+            .map(_py(transform), num_parallel_calls=AUTOTUNE).prefetch(AUTOTUNE))
+
+
+WRONG_PIPELINES = [prefetch_only_pipeline, unordered_pipeline, python_loop_pipeline]
+CORRECT_PIPELINES = [one_map_pipeline, interleave_pipeline]

@@ -1,0 +1,417 @@
+"""Answers a student might write for lesson 06 (tracing): wrong ones and correct ones.
+
+``log_access``: the mistakes are a timestamp from the wrong clock (``time.time_ns``), the start
+taken after the call, no ``try``/``finally`` (a failed access is not logged), the exception
+swallowed, the main thread's name instead of the caller's, and the value not returned.
+``who_overwrote``: the first read instead of the most recent one, any other thread's access
+counted (reads too), the resource ignored, the tuple the wrong way round, the log taken in
+its given (unsorted) order. ``find_conflicts``: touching intervals counted, read-read pairs
+counted, locks ignored, any two locks treated as protection, only neighbours in time compared.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import threading
+import time
+from collections import defaultdict
+from typing import Any
+
+# --------------------------------------------------------------------------- log_access
+
+
+def _record(op: str, resource: str, start: int, end: int, lock: Any,
+            thread: str | None = None) -> dict[str, Any]:
+    return {"thread": thread or threading.current_thread().name, "op": op, "resource": resource,
+            "start": start, "end": end, "lock": lock}
+
+
+def log_access_wall_clock(log, op, resource, fn, lock=None):
+    """``time.time_ns``: another clock than ``perf_counter_ns``; it cannot be compared."""
+    start = time.time_ns()
+    try:
+        return fn()
+    finally:
+        log.append(_record(op, resource, start, time.time_ns(), lock))
+
+
+def log_access_start_after_call(log, op, resource, fn, lock=None):
+    """Both timestamps after the call: the record does not cover the access."""
+    try:
+        return fn()
+    finally:
+        now = time.perf_counter_ns()
+        log.append(_record(op, resource, now, now, lock))
+
+
+def log_access_no_finally(log, op, resource, fn, lock=None):
+    """Logs only when ``fn`` returns: the failed write never shows up."""
+    start = time.perf_counter_ns()
+    value = fn()
+    log.append(_record(op, resource, start, time.perf_counter_ns(), lock))
+    return value
+
+
+def log_access_swallows(log, op, resource, fn, lock=None):
+    """Logs the failure, then hides it from the caller."""
+    start = time.perf_counter_ns()
+    value = None
+    try:
+        value = fn()
+    except Exception:  # noqa: BLE001 - the mistake under test
+        pass
+    log.append(_record(op, resource, start, time.perf_counter_ns(), lock))
+    return value
+
+
+def log_access_main_thread(log, op, resource, fn, lock=None):
+    """Names the main thread, not the one making the access."""
+    start = time.perf_counter_ns()
+    try:
+        return fn()
+    finally:
+        log.append(_record(op, resource, start, time.perf_counter_ns(), lock,
+                           thread=threading.main_thread().name))
+
+
+def log_access_no_return(log, op, resource, fn, lock=None):
+    """Forgets to return ``fn``'s value (a read then gives ``None``)."""
+    start = time.perf_counter_ns()
+    try:
+        fn()
+    finally:
+        log.append(_record(op, resource, start, time.perf_counter_ns(), lock))
+
+
+def log_access_except_reraise(log, op, resource, fn, lock=None):
+    """Correct: ``except BaseException`` logs and re-raises, ``else`` logs the success."""
+    name = threading.current_thread().name
+    before = time.perf_counter_ns()
+    try:
+        result = fn()
+    except BaseException:
+        log.append({"thread": name, "op": op, "resource": resource, "start": before,
+                    "end": time.perf_counter_ns(), "lock": lock})
+        raise
+    log.append({"thread": name, "op": op, "resource": resource, "start": before,
+                "end": time.perf_counter_ns(), "lock": lock})
+    return result
+
+
+class _Access:
+    """A context manager that writes its record on exit, however the block ends."""
+
+    def __init__(self, log, op, resource, lock):
+        self.log, self.op, self.resource, self.lock = log, op, resource, lock
+
+    def __enter__(self):
+        self.start = time.perf_counter_ns()
+        return self
+
+    def __exit__(self, *exc):
+        self.log.append(dict(thread=threading.current_thread().name, op=self.op,
+                             resource=self.resource, start=self.start,
+                             end=time.perf_counter_ns(), lock=self.lock))
+        return False
+
+
+def log_access_context_manager(log, op, resource, fn, lock=None):
+    """Correct: the timing lives in a context manager's ``__enter__``/``__exit__``."""
+    with _Access(log, op, resource, lock):
+        return fn()
+
+
+WRONG_LOG_ACCESS = [log_access_wall_clock, log_access_start_after_call, log_access_no_finally,
+                    log_access_swallows, log_access_main_thread, log_access_no_return]
+CORRECT_LOG_ACCESS = [log_access_except_reraise, log_access_context_manager]
+
+
+# --------------------------------------------------------------------------- who_overwrote
+
+
+def _overwrites(log, *, first_read=False, any_op=False, any_resource=False, swap=False,
+                sort=True):
+    ordered = sorted(log, key=lambda r: r["start"]) if sort else list(log)
+    found = set()
+    for k, w in enumerate(ordered):
+        if w["op"] != "write":
+            continue
+        reads = [j for j in range(k) if ordered[j]["op"] == "read"
+                 and ordered[j]["thread"] == w["thread"]
+                 and (any_resource or ordered[j]["resource"] == w["resource"])]
+        if not reads:
+            continue
+        since = reads[0] if first_read else reads[-1]
+        for o in ordered[since + 1:k]:
+            if o["thread"] == w["thread"] or (not any_op and o["op"] != "write"):
+                continue
+            if not any_resource and o["resource"] != w["resource"]:
+                continue
+            pair = (o["thread"], w["thread"]) if swap else (w["thread"], o["thread"])
+            found.add((*pair, w["resource"]))
+    return list(found)
+
+
+def who_overwrote_first_read(log):
+    """Looks back to the thread's first read of the resource, not its latest one."""
+    return _overwrites(log, first_read=True)
+
+
+def who_overwrote_counts_reads(log):
+    """Counts any other thread's access in the window, reads included."""
+    return _overwrites(log, any_op=True)
+
+
+def who_overwrote_ignores_resource(log):
+    """Mixes resources: a write to ``step`` 'overwrites' one to ``best``."""
+    return _overwrites(log, any_resource=True)
+
+
+def who_overwrote_swapped(log):
+    """Returns ``(overwritten, overwriter)``: the victim first."""
+    return _overwrites(log, swap=True)
+
+
+def who_overwrote_unsorted(log):
+    """Walks the log in the order it was appended, not by start time."""
+    return _overwrites(log, sort=False)
+
+
+def who_overwrote_per_resource_timeline(log):
+    """Correct: one timeline per resource, remembering each thread's last read position."""
+    by_resource = defaultdict(list)
+    for r in log:
+        by_resource[r["resource"]].append(r)
+    result = []
+    for resource, records in by_resource.items():
+        records = sorted(records, key=lambda r: r["start"])
+        last_read = {}
+        writes_so_far = []  # (position, thread)
+        for pos, r in enumerate(records):
+            if r["op"] == "read":
+                last_read[r["thread"]] = pos
+                continue
+            if r["thread"] in last_read:
+                for wpos, who in writes_so_far:
+                    if wpos > last_read[r["thread"]] and who != r["thread"]:
+                        entry = (r["thread"], who, resource)
+                        if entry not in result:
+                            result.append(entry)
+            writes_so_far.append((pos, r["thread"]))
+    return result
+
+
+def who_overwrote_bisect(log):
+    """Correct: sorted start times and ``bisect`` to find the writes inside each window."""
+    order = sorted(log, key=lambda r: r["start"])
+    starts = [r["start"] for r in order]
+    out = set()
+    for k, w in enumerate(order):
+        if w["op"] != "write":
+            continue
+        mine = [j for j, r in enumerate(order[:k]) if r["op"] == "read"
+                and r["thread"] == w["thread"] and r["resource"] == w["resource"]]
+        if not mine:
+            continue
+        lo = bisect.bisect_right(starts, starts[mine[-1]], 0, k)
+        lo = max(lo, mine[-1] + 1)
+        out.update((w["thread"], o["thread"], w["resource"]) for o in order[lo:k]
+                   if o["op"] == "write" and o["resource"] == w["resource"]
+                   and o["thread"] != w["thread"])
+    return sorted(out)
+
+
+WRONG_WHO_OVERWROTE = [who_overwrote_first_read, who_overwrote_counts_reads,
+                       who_overwrote_ignores_resource, who_overwrote_swapped,
+                       who_overwrote_unsorted]
+CORRECT_WHO_OVERWROTE = [who_overwrote_per_resource_timeline, who_overwrote_bisect]
+
+
+# --------------------------------------------------------------------------- find_conflicts
+
+
+def _conflicts(log, *, touching=False, reads=False, locks=True, any_lock=False):
+    out = []
+    for i, j in itertools.combinations(range(len(log)), 2):
+        a, b = log[i], log[j]
+        if a["resource"] != b["resource"] or a["thread"] == b["thread"]:
+            continue
+        if not reads and a["op"] == "read" and b["op"] == "read":
+            continue
+        if touching:
+            if a["start"] > b["end"] or b["start"] > a["end"]:
+                continue
+        elif a["start"] >= b["end"] or b["start"] >= a["end"]:
+            continue
+        if locks:
+            if any_lock and a["lock"] is not None and b["lock"] is not None:
+                continue
+            if a["lock"] is not None and a["lock"] == b["lock"]:
+                continue
+        out.append((i, j))
+    return out
+
+
+def find_conflicts_touching(log):
+    """``<=``: one access ending the nanosecond the other starts is counted."""
+    return _conflicts(log, touching=True)
+
+
+def find_conflicts_read_read(log):
+    """Two reads counted as a conflict."""
+    return _conflicts(log, reads=True)
+
+
+def find_conflicts_ignores_locks(log):
+    """Overlap alone: accesses under the same lock are reported too."""
+    return _conflicts(log, locks=False)
+
+
+def find_conflicts_any_lock(log):
+    """Any lock counts as protection, even two different locks."""
+    return _conflicts(log, any_lock=True)
+
+
+def find_conflicts_neighbours(log):
+    """Sorts by start and compares each access only with the next one."""
+    order = sorted(range(len(log)), key=lambda k: log[k]["start"])
+    out = []
+    for i, j in zip(order, order[1:], strict=False):
+        a, b = log[i], log[j]
+        if (a["resource"] == b["resource"] and a["thread"] != b["thread"]
+                and "write" in (a["op"], b["op"]) and b["start"] < a["end"]
+                and not (a["lock"] is not None and a["lock"] == b["lock"])):
+            out.append((min(i, j), max(i, j)))
+    return out
+
+
+def find_conflicts_sweep(log):
+    """Correct: sweep by start time, keeping the accesses still open."""
+    order = sorted(range(len(log)), key=lambda k: log[k]["start"])
+    open_ = []
+    out = []
+    for k in order:
+        r = log[k]
+        open_ = [o for o in open_ if log[o]["end"] > r["start"]]
+        for o in open_:
+            q = log[o]
+            if q["resource"] == r["resource"] and q["thread"] != r["thread"] \
+                    and (q["op"] == "write" or r["op"] == "write") \
+                    and (q["lock"] is None or q["lock"] != r["lock"]) \
+                    and q["start"] < r["end"]:
+                out.append((min(o, k), max(o, k)))
+        open_.append(k)
+    return out
+
+
+def find_conflicts_grouped(log):
+    """Correct: group by resource first, then test each pair with a helper predicate."""
+    def overlaps(a, b):
+        return max(a["start"], b["start"]) < min(a["end"], b["end"])
+
+    def guarded(a, b):
+        return a["lock"] is not None and a["lock"] == b["lock"]
+
+    groups = defaultdict(list)
+    for index, record in enumerate(log):
+        groups[record["resource"]].append(index)
+    pairs = set()
+    for indices in groups.values():
+        for i, j in itertools.combinations(sorted(indices), 2):
+            a, b = log[i], log[j]
+            if a["thread"] != b["thread"] and {a["op"], b["op"]} != {"read"} \
+                    and overlaps(a, b) and not guarded(a, b):
+                pairs.add((i, j))
+    return sorted(pairs)
+
+
+WRONG_FIND_CONFLICTS = [find_conflicts_touching, find_conflicts_read_read,
+                        find_conflicts_ignores_locks, find_conflicts_any_lock,
+                        find_conflicts_neighbours]
+CORRECT_FIND_CONFLICTS = [find_conflicts_sweep, find_conflicts_grouped]
+
+
+# --------------------------------------------------------------------------- publish_locked
+
+
+def publish_unlocked(best, lock, name, score, access, save):
+    """The lesson's racy publish, with the lock name logged but the lock never taken."""
+    seen = access("read", "best", lambda: best["score"], lock="best_lock")
+    if score > seen:
+        access("write", "best", lambda: best.update(score=score, by=name), lock="best_lock")
+        save(name)
+
+
+def publish_split_locks(best, lock, name, score, access, save):
+    """Reads under the lock, writes under the lock, but lets go in between: check-then-act."""
+    with lock:
+        seen = access("read", "best", lambda: best["score"], lock="best_lock")
+    if score > seen:
+        with lock:
+            access("write", "best", lambda: best.update(score=score, by=name), lock="best_lock")
+        save(name)
+
+
+def publish_save_under_lock(best, lock, name, score, access, save):
+    """Correct record, but the slow checkpoint write happens while holding the lock."""
+    with lock:
+        seen = access("read", "best", lambda: best["score"], lock="best_lock")
+        if score > seen:
+            access("write", "best", lambda: best.update(score=score, by=name), lock="best_lock")
+            save(name)
+
+
+def publish_lock_not_logged(best, lock, name, score, access, save):
+    """Right locking, but the log does not say so: the records carry ``lock=None``."""
+    with lock:
+        seen = access("read", "best", lambda: best["score"])
+        better = score > seen
+        if better:
+            access("write", "best", lambda: best.update(score=score, by=name))
+    if better:
+        save(name)
+
+
+def publish_new_lock(best, lock, name, score, access, save):
+    """A new lock in every call: nobody ever waits for anybody."""
+    with threading.Lock():
+        seen = access("read", "best", lambda: best["score"], lock="best_lock")
+        better = score > seen
+        if better:
+            access("write", "best", lambda: best.update(score=score, by=name), lock="best_lock")
+    if better:
+        save(name)
+
+
+def publish_acquire_finally(best, lock, name, score, access, save):
+    """Correct: ``acquire``/``release`` in ``try``/``finally``, one access doing compare+write."""
+    lock.acquire()
+    try:
+        current = access("read", "best", lambda: best["score"], lock="best_lock")
+        won = score > current
+        if won:
+            access("write", "best", lambda: best.update({"score": score, "by": name}),
+                   lock="best_lock")
+    finally:
+        lock.release()
+    if won:
+        save(name)
+
+
+def publish_decide_then_save(best, lock, name, score, access, save):
+    """Correct: a helper decides under the lock and returns; saving follows outside."""
+    def claim():
+        with lock:
+            if access("read", "best", lambda: best["score"], lock="best_lock") >= score:
+                return False
+            access("write", "best", lambda: best.update(score=score, by=name), lock="best_lock")
+            return True
+
+    if claim():
+        save(name)
+
+
+WRONG_PUBLISH = [publish_unlocked, publish_split_locks, publish_save_under_lock,
+                 publish_lock_not_logged, publish_new_lock]
+CORRECT_PUBLISH = [publish_acquire_finally, publish_decide_then_save]

@@ -1,0 +1,121 @@
+"""Lesson 05 (stress tests and benchmarks) graders: wrong answers fail, right ones pass, 20 runs.
+
+Each parametrized test runs the exercise's real hidden check (``autograder.checks.stress_tests``)
+20 times in this process, as 20 grading runs would.
+
+- ``stress_ledger`` is graded with real threads: the student's test runs against 6 racy and 5
+  correct hidden ledgers (each racy one has a GIL-releasing TensorFlow call inside its race
+  window). This check is not deterministic, which is why the 20 runs matter: the correct
+  answers must catch every racy ledger in every run. Grading stops at the first wrong
+  verdict, so wrong answers are cheap. The answer that hangs is graded with a 1 s budget
+  instead of the real 20 s (the verdict, "hung", does not depend on the budget) to keep this
+  file inside its time budget.
+- ``measure`` is graded on sleeping servers whose physics is known (real threads, real
+  clocks); the checks allow for a loaded machine (sleeps only ever take longer).
+- ``explore_ledger`` is graded with the controlled scheduler: the student's own ``explore``
+  call with a fixed seed, so its verdicts are deterministic; the 20 runs prove it.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import answers_stress_tests as answers
+import jupytext
+import pytest
+
+from autograder.checks import stress_tests
+from autograder.harness import explore
+
+RUNS = 20
+SOLUTION = Path(__file__).resolve().parents[2] / "solutions" / "05_stress.py"
+
+
+def _solution_answers() -> dict[str, Any]:
+    """Execute the solution's answer cells and return what they define."""
+    import time
+
+    notebook = jupytext.read(SOLUTION, fmt="py:percent")
+    namespace: dict[str, Any] = {"threading": threading, "time": time, "explore": explore,
+                                 "stress_tests": stress_tests}
+    for cell in notebook.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution") and cell.cell_type == "code":
+            exec(compile(cell.source, f"{SOLUTION.name}:{meta['grade_id']}", "exec"), namespace)
+    return namespace
+
+
+_SOLVED = _solution_answers()
+
+
+def _check_hang(answer: Any) -> None:
+    stress_tests.check_stress_test(answer, budget_s=1.0)
+
+
+EXERCISES = {
+    "ledger": (stress_tests.check_stress_test, "stress_ledger", _SOLVED["stress_ledger"],
+               answers.WRONG_STRESS, answers.CORRECT_STRESS),
+    "measure": (stress_tests.check_measure, "measure", _SOLVED["measure"],
+                answers.WRONG_MEASURES, answers.CORRECT_MEASURES),
+    "explore": (stress_tests.check_explore_ledger, "explore_ledger", _SOLVED["explore_ledger"],
+                answers.WRONG_EXPLORES, answers.CORRECT_EXPLORES),
+}
+
+
+def _cases(kind: str) -> list[Any]:
+    cases = []
+    for exercise, (check, name, solution, wrong, correct) in EXERCISES.items():
+        chosen = {"wrong": wrong, "correct": correct, "solution": [solution]}[kind]
+        for answer in chosen:
+            label = "solution" if answer is solution else answer.__name__
+            use = _check_hang if answer is answers.barrier_miscounted else check
+            cases.append(pytest.param(use, name, answer, id=f"{exercise}-{label}"))
+    return cases
+
+
+@pytest.mark.parametrize(("check", "exercise", "answer"), _cases("wrong"))
+def test_wrong_answer_fails_every_grading_run_with_a_message_in_the_exercises_terms(
+        check: Callable[[Any], None], exercise: str, answer: Any) -> None:
+    for run in range(RUNS):
+        with pytest.raises(AssertionError) as failure:
+            check(answer)
+            pytest.fail(f"grading run {run + 1} of {RUNS} passed {answer.__name__}")
+        message = re.sub(r"0x[0-9a-f]+", "0x...", str(failure.value))
+        assert message.startswith(f"{exercise}: "), message
+        assert "expected" in message, message
+        assert "BEGIN HIDDEN TESTS" not in message
+
+
+@pytest.mark.parametrize(("check", "exercise", "answer"), _cases("correct"))
+def test_correct_answer_written_differently_passes_every_grading_run(
+        check: Callable[[Any], None], exercise: str, answer: Any) -> None:
+    for run in range(RUNS):
+        try:
+            check(answer)
+        except AssertionError as failure:
+            pytest.fail(f"grading run {run + 1} of {RUNS} failed {exercise}: {failure}")
+
+
+@pytest.mark.parametrize(("check", "exercise", "answer"), _cases("solution"))
+def test_lessons_own_solution_passes(
+        check: Callable[[Any], None], exercise: str, answer: Any) -> None:
+    check(answer)
+
+
+def test_hidden_sets_are_big_enough_and_names_are_hidden() -> None:
+    assert len(stress_tests.RACY) >= 4 and len(stress_tests.CORRECT) >= 4
+    assert len(stress_tests.GIL_HIDDEN_RACY) >= 4 and len(stress_tests.GIL_HIDDEN_CORRECT) >= 3
+    seen = []
+    stress_tests.check_stress_test(lambda make: seen.append(type(make()).__name__),
+                                   racy=[], correct=stress_tests.CORRECT)
+    assert set(seen) == {"Ledger"}
+
+
+def test_a_hanging_test_is_a_bounded_verdict_not_a_hang() -> None:
+    rows = stress_tests.grade_against(answers.barrier_miscounted, budget_s=0.5)
+    assert [row["verdict"] for row in rows] == ["hung"]
+    assert rows[0]["seconds"] < 2.0

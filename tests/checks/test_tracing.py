@@ -1,0 +1,110 @@
+"""Lesson 06 (tracing) graders: every known wrong answer fails every run, every right one passes.
+
+Each parametrized test runs the exercise's real hidden check (``autograder.checks.tracing``)
+20 times in this process, as 20 grading runs would.
+
+- ``check_who_overwrote`` and ``check_find_conflicts`` are deterministic: they grade the answer
+  on 40 seeded hidden logs (20 racy, 20 clean) against the lesson's definition, so the same
+  answer gets the same verdict every run. The 20 runs still run (they are cheap).
+- ``check_publish_locked`` uses the controlled scheduler (``explore``, seed ``tracing.SEED``,
+  ``tracing.SCHEDULES`` = 150 schedules): deterministic too. Over seeds 0-9 the racy answers
+  were found within 17-69 schedules; the others fail on the first schedule.
+- ``check_log_access`` runs real threads under ``stress`` (fixed trial count and seed); the
+  wrong answers break a property in every trial (clock, thread name, missing record, value),
+  so they fail every run, and the 20 runs show the correct ones never fail.
+
+``answers_tracing.py`` says what each wrong answer gets wrong; the correct ones are written
+differently from the lesson's solution. The solution itself (read from
+``solutions/06_tracing.py``) runs once per exercise.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import answers_tracing as answers
+import jupytext
+import pytest
+
+from autograder.checks import tracing
+
+RUNS = 20
+SOLUTION = Path(__file__).resolve().parents[2] / "solutions" / "06_tracing.py"
+
+
+def _solution_answers() -> dict[str, Any]:
+    """Execute the solution's answer cells (they only need ``threading``/``time``)."""
+    notebook = jupytext.read(SOLUTION, fmt="py:percent")
+    namespace: dict[str, Any] = {"threading": threading, "time": time}
+    for cell in notebook.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution") and cell.cell_type == "code":
+            exec(compile(cell.source, f"{SOLUTION.name}:{meta['grade_id']}", "exec"), namespace)
+    return namespace
+
+
+_SOLVED = _solution_answers()
+
+EXERCISES = {
+    "log_access": (tracing.check_log_access, _SOLVED["log_access"],
+                   answers.WRONG_LOG_ACCESS, answers.CORRECT_LOG_ACCESS),
+    "who_overwrote": (tracing.check_who_overwrote, _SOLVED["who_overwrote"],
+                      answers.WRONG_WHO_OVERWROTE, answers.CORRECT_WHO_OVERWROTE),
+    "find_conflicts": (tracing.check_find_conflicts, _SOLVED["find_conflicts"],
+                       answers.WRONG_FIND_CONFLICTS, answers.CORRECT_FIND_CONFLICTS),
+    "publish_locked": (tracing.check_publish_locked, _SOLVED["publish_locked"],
+                       answers.WRONG_PUBLISH, answers.CORRECT_PUBLISH),
+}
+
+
+def _cases(kind: str) -> list[Any]:
+    cases = []
+    for exercise, (check, solution, wrong, correct) in EXERCISES.items():
+        chosen = {"wrong": wrong, "correct": correct, "solution": [solution]}[kind]
+        for answer in chosen:
+            label = "solution" if answer is solution else answer.__name__
+            cases.append(pytest.param(check, exercise, answer, id=f"{exercise}-{label}"))
+    return cases
+
+
+@pytest.mark.parametrize(("check", "exercise", "answer"), _cases("wrong"))
+def test_wrong_answer_fails_every_grading_run_with_a_message_in_the_exercises_terms(
+        check: Callable[[Any], None], exercise: str, answer: Any) -> None:
+    for run in range(RUNS):
+        with pytest.raises(AssertionError) as failure:
+            check(answer)
+            pytest.fail(f"grading run {run + 1} of {RUNS} passed {answer.__name__}")
+        message = str(failure.value)
+        assert message.startswith(f"{exercise}: "), message
+        assert "expected" in message, message
+        assert "BEGIN HIDDEN TESTS" not in message
+
+
+@pytest.mark.parametrize(("check", "exercise", "answer"), _cases("correct"))
+def test_correct_answer_written_differently_passes_every_grading_run(
+        check: Callable[[Any], None], exercise: str, answer: Any) -> None:
+    for run in range(RUNS):
+        try:
+            check(answer)
+        except AssertionError as failure:
+            pytest.fail(f"grading run {run + 1} of {RUNS} failed {exercise}: {failure}")
+
+
+@pytest.mark.parametrize(("check", "exercise", "answer"), _cases("solution"))
+def test_lessons_own_solution_passes(
+        check: Callable[[Any], None], exercise: str, answer: Any) -> None:
+    check(answer)
+
+
+def test_hidden_logs_hold_races_and_clean_runs() -> None:
+    """Racy logs all contain a conflict and most a lost update; clean logs contain neither."""
+    racy = [tracing.hidden_log(tracing.SEED * 100 + k, racy=True) for k in range(0, 40, 2)]
+    clean = [tracing.hidden_log(tracing.SEED * 100 + k, racy=False) for k in range(1, 40, 2)]
+    assert all(tracing.reference_find_conflicts(log) for log in racy)
+    assert sum(bool(tracing.reference_who_overwrote(log)) for log in racy) >= 15
+    assert not any(tracing.reference_find_conflicts(log) for log in clean)
+    assert not any(tracing.reference_who_overwrote(log) for log in clean)
