@@ -65,7 +65,9 @@ tf.get_logger().setLevel("ERROR")
 print("TensorFlow", tf.__version__)
 print("Keras", keras.__version__)
 
-TRIALS = trials(20)  # each "see it break" experiment; the autograder re-runs them with fewer
+# Trials of each "see it break" experiment. The autograder skips them (0 trials): a cold model
+# raced from threads can crash TensorFlow itself, which would end a grading kernel.
+TRIALS = trials(20, when_grading=0)
 
 # %% [markdown]
 # ## See it break
@@ -156,7 +158,8 @@ print(subclassed.report())
 # `predict_on_batch` call, and a red cross marks a call that raised, with the exception type:
 
 # %%
-(cold.first_failure or cold.last).figure()
+picture = cold.first_failure or cold.last
+picture.figure() if picture else print("(no trials ran)")
 
 # %% [markdown]
 # The four calls run side by side: each starts before any other has finished. The first call
@@ -453,16 +456,19 @@ warmup.check_lazy_model(LazyModel)
 # "See it break" (time from the first call's start to the last call's end):
 
 # %%
-cold_ms = statistics.median(built_cold.span_ms)
-warm_up_ms = statistics.median(built_warm.warm_ms)
-warm_ms = statistics.median(built_warm.span_ms)
-print(f"4 first requests, cold:        {cold_ms:7.1f} ms, "
-      f"{statistics.median(built_cold.traces):g} traces (median)")
-print(f"one warm-up call, one thread:  {warm_up_ms:7.1f} ms")
-print(f"4 requests after the warm-up:  {warm_ms:7.1f} ms, "
-      f"{statistics.median(built_warm.traces):g} traces")
-print(f"cold requests / warm requests:             {cold_ms / warm_ms:5.1f}x")
-print(f"cold requests / (warm-up + warm requests): {cold_ms / (warm_up_ms + warm_ms):5.1f}x")
+if built_cold.trials and built_warm.trials:
+    cold_ms = statistics.median(built_cold.span_ms)
+    warm_up_ms = statistics.median(built_warm.warm_ms)
+    warm_ms = statistics.median(built_warm.span_ms)
+    print(f"4 first requests, cold:        {cold_ms:7.1f} ms, "
+          f"{statistics.median(built_cold.traces):g} traces (median)")
+    print(f"one warm-up call, one thread:  {warm_up_ms:7.1f} ms")
+    print(f"4 requests after the warm-up:  {warm_ms:7.1f} ms, "
+          f"{statistics.median(built_warm.traces):g} traces")
+    print(f"cold requests / warm requests:             {cold_ms / warm_ms:5.1f}x")
+    print(f"cold requests / (warm-up + warm requests): {cold_ms / (warm_up_ms + warm_ms):5.1f}x")
+else:
+    print("(no trials ran)")
 
 # %% [markdown]
 # The warm-up pays for one trace, once, before any user waits. The cold start pays for at

@@ -72,8 +72,11 @@ def test_unfilled_notebooks_score_zero_without_hanging(demo_class):
 def test_racy_student_loses_points_on_every_lesson(demo_class):
     for name in lessons(demo_class):
         r = demo_class["rows"][("racy", name)]
-        assert r.status == "graded" and 0 <= r.score < r.max_score, r.detail
-        assert "=0/" in r.detail, "a racy exercise scores 0, not partial credit"
+        assert 0 <= r.score < r.max_score, r.detail
+        # A racy answer that builds a cold Keras model from several threads can crash
+        # TensorFlow itself (seen in this suite): then the kernel dies and the notebook scores 0.
+        assert r.status in ("graded", "kernel-died"), r.detail
+        assert r.status == "kernel-died" or "=0/" in r.detail, "a racy exercise scores 0"
 
 
 @pytest.mark.parametrize("student", sorted(HOSTILE))
