@@ -1,0 +1,601 @@
+"""Answers a student might write for lesson 03 (variables): wrong ones and correct ones.
+
+Each exercise gets the mistakes people really make (``assign`` where ``assign_add`` is needed,
+trusting the value ``assign_add`` returns, a lock made on every call, a lock on one side only,
+a model reference published before its weights are set, a version number stored apart from the
+weights, a measurement whose readers stop early or never overlap the writer, a choice that
+ignores torn reads or the update rate) and correct answers written differently from the
+lesson's solution (another primitive, another structure).
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+from autograder.checks import variables
+
+# --------------------------------------------------------------------------- StepCounter
+
+
+class AssignReadBackCounter:
+    """``assign(steps + 1)``: read, add, write in three ops; two threads write the same sum."""
+
+    def __init__(self) -> None:
+        self.steps = tf.Variable(0, dtype=tf.int64)
+
+    def step(self) -> int:
+        self.steps.assign(self.steps + 1)
+        return int(self.steps.numpy())
+
+
+class UseLockingCounter:
+    """TF1 advice: ``use_locking=True`` locks the write only, not the read before it."""
+
+    def __init__(self) -> None:
+        self.steps = tf.Variable(0, dtype=tf.int64)
+
+    def step(self) -> int:
+        return int(self.steps.assign(self.steps + 1, use_locking=True))
+
+
+class AssignAddValueCounter:
+    """``int(v.assign_add(1))``: the add is atomic, but the value is read later, after others."""
+
+    def __init__(self) -> None:
+        self.steps = tf.Variable(0, dtype=tf.int64)
+
+    def step(self) -> int:
+        return int(self.steps.assign_add(1))
+
+
+class AssignAddThenReadCounter:
+    """``assign_add`` then a separate read: another thread's add lands in between."""
+
+    def __init__(self) -> None:
+        self.steps = tf.Variable(0, dtype=tf.int64)
+
+    def step(self) -> int:
+        self.steps.assign_add(1)
+        return int(self.steps.read_value())
+
+
+class LockPerCallCounter:
+    """A new lock on every call: nobody else ever waits for it."""
+
+    def __init__(self) -> None:
+        self.steps = tf.Variable(0, dtype=tf.int64)
+
+    def step(self) -> int:
+        with threading.Lock():
+            self.steps.assign(self.steps + 1)
+            return int(self.steps.numpy())
+
+
+class LockedAddReadOutsideCounter:
+    """The lock covers the update but not the read of the step number."""
+
+    def __init__(self) -> None:
+        self.steps = tf.Variable(0, dtype=tf.int64)
+        self.lock = threading.Lock()
+
+    def step(self) -> int:
+        with self.lock:
+            self.steps.assign_add(1)
+        return int(self.steps.numpy())
+
+
+class TicketCounter:
+    """Correct: the number comes from ``itertools.count`` (atomic in CPython), the variable
+    from ``assign_add``; each is atomic on its own and they need not agree mid-flight."""
+
+    def __init__(self) -> None:
+        self.steps = tf.Variable(0, dtype=tf.int64)
+        self._numbers = itertools.count(1)
+
+    def step(self) -> int:
+        number = next(self._numbers)
+        self.steps.assign_add(1, read_value=False)
+        return number
+
+
+class SemaphoreAssignCounter:
+    """Correct: a semaphore used as a mutex around read-add-write and the read-back."""
+
+    def __init__(self) -> None:
+        self.steps = tf.Variable(0, dtype=tf.int64)
+        self._gate = threading.Semaphore(1)
+
+    def step(self) -> int:
+        self._gate.acquire()
+        try:
+            value = self.steps.read_value() + 1
+            self.steps.assign(value)
+            return int(value)
+        finally:
+            self._gate.release()
+
+
+class PythonMirrorCounter:
+    """Correct: keep the count in Python under an RLock and copy it into the variable."""
+
+    def __init__(self) -> None:
+        self.steps = tf.Variable(0, dtype=tf.int64)
+        self._lock = threading.RLock()
+        self._count = 0
+
+    def step(self) -> int:
+        with self._lock:
+            self._count += 1
+            self.steps.assign(self._count)
+            return self._count
+
+
+WRONG_COUNTERS = [AssignReadBackCounter, UseLockingCounter, AssignAddValueCounter,
+                  AssignAddThenReadCounter, LockPerCallCounter, LockedAddReadOutsideCounter]
+CORRECT_COUNTERS = [TicketCounter, PythonMirrorCounter]
+SLOW_CORRECT_COUNTERS = [SemaphoreAssignCounter]
+
+
+# --------------------------------------------------------------------------- WeightPublisher
+
+
+class UnlockedPublisher:
+    """``set_weights`` while another thread runs ``predict_on_batch``: torn reads."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+
+    def publish(self, weights: list[Any]) -> None:
+        self.model.set_weights(weights)
+
+    def predict(self, x: Any) -> Any:
+        return self.model.predict_on_batch(x)
+
+
+class WriterLockOnlyPublisher(UnlockedPublisher):
+    """Only publish takes the lock; readers never ask for it."""
+
+    def __init__(self, model: Any) -> None:
+        super().__init__(model)
+        self.lock = threading.Lock()
+
+    def publish(self, weights: list[Any]) -> None:
+        with self.lock:
+            self.model.set_weights(weights)
+
+
+class LockPerCallPublisher(UnlockedPublisher):
+    """A fresh lock in each method: no two calls ever share one."""
+
+    def publish(self, weights: list[Any]) -> None:
+        with threading.Lock():
+            self.model.set_weights(weights)
+
+    def predict(self, x: Any) -> Any:
+        with threading.Lock():
+            return self.model.predict_on_batch(x)
+
+
+class LockedReferencePublisher(UnlockedPublisher):
+    """The reader locks only to fetch the model; the weights change in place under its pass."""
+
+    def __init__(self, model: Any) -> None:
+        super().__init__(model)
+        self.lock = threading.Lock()
+
+    def publish(self, weights: list[Any]) -> None:
+        with self.lock:
+            self.model.set_weights(weights)
+
+    def predict(self, x: Any) -> Any:
+        with self.lock:
+            model = self.model
+        return model.predict_on_batch(x)
+
+
+class SwapBeforeSetPublisher(UnlockedPublisher):
+    """Build-then-swap done backwards: the new model is served before its weights are set."""
+
+    def publish(self, weights: list[Any]) -> None:
+        self.model = keras.models.clone_model(self.model)
+        self.model.set_weights(weights)
+
+
+class VersionFirstCopiesPublisher:
+    """Per-thread copies keyed by a version number that is stored before the weights."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.weights = model.get_weights()
+        self.version = 0
+        self.local = threading.local()
+
+    def publish(self, weights: list[Any]) -> None:
+        self.version += 1
+        self.weights = weights
+
+    def predict(self, x: Any) -> Any:
+        local = self.local
+        if not hasattr(local, "model"):
+            local.model = keras.models.clone_model(self.model)
+            local.version = -1
+        if local.version != self.version:
+            local.version = self.version
+            local.model.set_weights(self.weights)
+        return local.model.predict_on_batch(x)
+
+
+class LockedPublisher:
+    """Correct (for the tests' reference, written like the lesson's first strategy)."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.lock = threading.Lock()
+
+    def publish(self, weights: list[Any]) -> None:
+        with self.lock:
+            self.model.set_weights(weights)
+
+    def predict(self, x: Any) -> Any:
+        with self.lock:
+            return self.model.predict_on_batch(x)
+
+
+class SemaphorePublisher:
+    """Correct: a semaphore of one as the mutex, taken by hand with ``try``/``finally``."""
+
+    def __init__(self, model: Any) -> None:
+        self._model = model
+        self._turn = threading.BoundedSemaphore(1)
+
+    def publish(self, weights: list[Any]) -> None:
+        self._turn.acquire()
+        try:
+            self._model.set_weights(weights)
+        finally:
+            self._turn.release()
+
+    def predict(self, x: Any) -> Any:
+        self._turn.acquire()
+        try:
+            return self._model.predict_on_batch(x)
+        finally:
+            self._turn.release()
+
+
+class ReadersWriterPublisher:
+    """Correct: readers share, the writer waits for them to leave and keeps new ones out."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self._cond = threading.Condition()
+        self._readers = 0
+        self._writing = False
+        self._waiting_writers = 0
+
+    def publish(self, weights: list[Any]) -> None:
+        with self._cond:
+            self._waiting_writers += 1
+            while self._writing or self._readers:
+                self._cond.wait()
+            self._waiting_writers -= 1
+            self._writing = True
+        try:
+            self.model.set_weights(weights)
+        finally:
+            with self._cond:
+                self._writing = False
+                self._cond.notify_all()
+
+    def predict(self, x: Any) -> Any:
+        with self._cond:
+            while self._writing or self._waiting_writers:
+                self._cond.wait()
+            self._readers += 1
+        try:
+            return self.model.predict_on_batch(x)
+        finally:
+            with self._cond:
+                self._readers -= 1
+                if not self._readers:
+                    self._cond.notify_all()
+
+
+class BuildThenSwapPublisher:
+    """Correct: build and warm a new model, then publish it with one reference assignment."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self._example = variables.probe(model)
+
+    def publish(self, weights: list[Any]) -> None:
+        fresh = keras.models.clone_model(self.model)
+        fresh.set_weights(weights)
+        fresh(self._example)
+        self.model = fresh
+
+    def predict(self, x: Any) -> Any:
+        model = self.model
+        return model(x)
+
+
+class SnapshotCopiesPublisher:
+    """Correct: per-thread copies; the (version, weights) pair is one tuple, swapped at once."""
+
+    def __init__(self, model: Any) -> None:
+        self._source = model
+        self._latest = (0, model.get_weights())
+        self._local = threading.local()
+        self._build = threading.Lock()
+
+    def publish(self, weights: list[Any]) -> None:
+        version, _ = self._latest
+        self._latest = (version + 1, [w.copy() for w in weights])
+
+    def predict(self, x: Any) -> Any:
+        local = self._local
+        if not hasattr(local, "model"):
+            with self._build:
+                local.model = keras.models.clone_model(self._source)
+            local.version = -1
+        version, weights = self._latest
+        if version != local.version:
+            local.model.set_weights(weights)
+            local.version = version
+        return local.model(x)
+
+
+WRONG_PUBLISHERS = [UnlockedPublisher, WriterLockOnlyPublisher, LockPerCallPublisher,
+                    LockedReferencePublisher]
+CORRECT_PUBLISHERS = [ReadersWriterPublisher, SemaphorePublisher]
+#: Answers that build a model per publish or per thread: several seconds per grading run, so
+#: the tests run them a few times only (see test_variables.py). Both wrong ones are found by
+#: ``explore``, deterministically.
+SLOW_WRONG_PUBLISHERS = [SwapBeforeSetPublisher, VersionFirstCopiesPublisher]
+SLOW_CORRECT_PUBLISHERS = [BuildThenSwapPublisher, SnapshotCopiesPublisher]
+
+
+# --------------------------------------------------------------------------- choose_publisher
+
+
+def _measure(publisher_class: Any, make_model: Any, readers: int, updates: int,
+             interval_s: float) -> dict[str, Any]:
+    """A correct measurement: readers loop until the writer is done (shared by wrong choices)."""
+    model = make_model()
+    publisher = publisher_class(model)
+    x = variables.probe(model)
+    weights = [variables.version_weights(v, model) for v in range(1, updates + 1)]
+    done = threading.Event()
+    results: list[list[bool]] = [[] for _ in range(readers)]
+    writer_time: list[float] = []
+
+    go = threading.Barrier(readers + 1)
+
+    def reader(mine: list[bool]) -> None:
+        go.wait()
+        while not done.is_set():
+            mine.append(variables.is_torn(publisher.predict(x)))
+
+    def writer() -> None:
+        go.wait()
+        start = time.perf_counter()
+        for k, w in enumerate(weights):
+            if k:
+                time.sleep(interval_s)
+            publisher.publish(w)
+        writer_time.append(time.perf_counter() - start)
+        done.set()
+
+    threads = [threading.Thread(target=reader, args=(m,)) for m in results]
+    threads.append(threading.Thread(target=writer))
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - start
+    reads = sum(len(m) for m in results)
+    return {"reads": reads, "torn": sum(sum(m) for m in results),
+            "reads_per_s": reads / elapsed, "updates_per_s": updates / writer_time[0]}
+
+
+def choose_ignoring_torn(candidates: Any, make_model: Any, *, readers: int, updates: int,
+                         interval_s: float, min_updates_per_s: float) -> Any:
+    """Measures right, but picks the fastest reader even when its reads are torn."""
+    table = {n: _measure(c, make_model, readers, updates, interval_s)
+             for n, c in candidates.items()}
+    ok = [n for n in table if table[n]["updates_per_s"] >= min_updates_per_s]
+    return max(ok, key=lambda n: table[n]["reads_per_s"], default=None), table
+
+
+def choose_ignoring_update_rate(candidates: Any, make_model: Any, *, readers: int,
+                                updates: int, interval_s: float, min_updates_per_s: float
+                                ) -> Any:
+    """Measures right, but forgets that the trainer must be able to publish often enough."""
+    table = {n: _measure(c, make_model, readers, updates, interval_s)
+             for n, c in candidates.items()}
+    ok = [n for n in table if table[n]["torn"] == 0]
+    return max(ok, key=lambda n: table[n]["reads_per_s"], default=None), table
+
+
+def choose_fixed_reads(candidates: Any, make_model: Any, *, readers: int, updates: int,
+                       interval_s: float, min_updates_per_s: float) -> Any:
+    """Each reader makes a fixed 8 reads: they may stop long before the writer does."""
+    table = {}
+    for name, cls in candidates.items():
+        model = make_model()
+        publisher = cls(model)
+        x = variables.probe(model)
+        torn = [0] * readers
+        reads = [0] * readers
+        spans: list[float] = []
+
+        def reader(i: int, publisher: Any = publisher, x: Any = x, torn: Any = torn,
+                   reads: Any = reads) -> None:
+            for _ in range(8):
+                torn[i] += variables.is_torn(publisher.predict(x))
+                reads[i] += 1
+
+        def writer(publisher: Any = publisher, model: Any = model, spans: Any = spans) -> None:
+            start = time.perf_counter()
+            for v in range(1, updates + 1):
+                if v > 1:
+                    time.sleep(interval_s)
+                publisher.publish(variables.version_weights(v, model))
+            spans.append(time.perf_counter() - start)
+
+        start = time.perf_counter()
+        with ThreadPoolExecutor(readers + 1) as pool:
+            for i in range(readers):
+                pool.submit(reader, i)
+            pool.submit(writer)
+        elapsed = time.perf_counter() - start
+        table[name] = {"reads": sum(reads), "torn": sum(torn), "reads_per_s": sum(reads) / elapsed,
+                       "updates_per_s": updates / spans[0]}
+    ok = [n for n in table if table[n]["torn"] == 0
+          and table[n]["updates_per_s"] >= min_updates_per_s]
+    return max(ok, key=lambda n: table[n]["reads_per_s"], default=None), table
+
+
+def choose_sequential(candidates: Any, make_model: Any, *, readers: int, updates: int,
+                      interval_s: float, min_updates_per_s: float) -> Any:
+    """Times publishing, then times reading: nothing runs at the same time, nothing tears."""
+    table = {}
+    for name, cls in candidates.items():
+        model = make_model()
+        publisher = cls(model)
+        x = variables.probe(model)
+        start = time.perf_counter()
+        for v in range(1, updates + 1):
+            if v > 1:
+                time.sleep(interval_s)
+            publisher.publish(variables.version_weights(v, model))
+        updates_per_s = updates / (time.perf_counter() - start)
+        counts = [0] * readers
+        torn = [0] * readers
+
+        def reader(i: int, publisher: Any = publisher, x: Any = x, torn: Any = torn,
+                   counts: Any = counts) -> None:
+            for _ in range(3):
+                torn[i] += variables.is_torn(publisher.predict(x))
+                counts[i] += 1
+
+        start = time.perf_counter()
+        threads = [threading.Thread(target=reader, args=(i,)) for i in range(readers)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        reads = sum(counts)
+        table[name] = {"reads": reads, "torn": sum(torn),
+                       "reads_per_s": reads / (time.perf_counter() - start),
+                       "updates_per_s": updates_per_s}
+    ok = [n for n in table if table[n]["torn"] == 0
+          and table[n]["updates_per_s"] >= min_updates_per_s]
+    return max(ok, key=lambda n: table[n]["reads_per_s"], default=None), table
+
+
+def choose_with_pool_and_flag(candidates: Any, make_model: Any, *, readers: int, updates: int,
+                              interval_s: float, min_updates_per_s: float) -> Any:
+    """Correct: a thread pool, readers poll the writer's future, counts kept per reader."""
+    table = {}
+    for name, cls in candidates.items():
+        model = make_model()
+        publisher = cls(model)
+        x = variables.probe(model)
+        weights = [variables.version_weights(v, model) for v in range(1, updates + 1)]
+
+        go = threading.Barrier(readers + 1)
+
+        def write(publisher: Any = publisher, weights: Any = weights, go: Any = go) -> float:
+            go.wait()
+            start = time.perf_counter()
+            for k, w in enumerate(weights):
+                if k:
+                    time.sleep(interval_s)
+                publisher.publish(w)
+            return time.perf_counter() - start
+
+        def read(writing: Any, publisher: Any = publisher, x: Any = x,
+                 go: Any = go) -> tuple[int, int]:
+            go.wait()
+            reads = torn = 0
+            while not writing.done():
+                torn += variables.is_torn(publisher.predict(x))
+                reads += 1
+            return reads, torn
+
+        start = time.perf_counter()
+        with ThreadPoolExecutor(readers + 1) as pool:
+            writing = pool.submit(write)
+            results = [pool.submit(read, writing) for _ in range(readers)]
+            counts = [r.result() for r in results]
+            writer_s = writing.result()
+        elapsed = time.perf_counter() - start
+        reads = sum(c[0] for c in counts)
+        table[name] = {"reads": reads, "torn": sum(c[1] for c in counts),
+                       "reads_per_s": reads / elapsed, "updates_per_s": updates / writer_s}
+    qualified = {n: m for n, m in table.items()
+                 if m["torn"] == 0 and m["updates_per_s"] >= min_updates_per_s}
+    best = sorted(qualified, key=lambda n: -qualified[n]["reads_per_s"])
+    return (best[0] if best else None), table
+
+
+def choose_with_locked_totals(candidates: Any, make_model: Any, *, readers: int, updates: int,
+                              interval_s: float, min_updates_per_s: float) -> Any:
+    """Correct: shared totals under a lock, the writer is the main thread, a flag list."""
+    table = {}
+    for name, cls in candidates.items():
+        model = make_model()
+        publisher = cls(model)
+        x = variables.probe(model)
+        totals = {"reads": 0, "torn": 0}
+        lock = threading.Lock()
+        running = [True]
+        ready = threading.Semaphore(0)
+
+        def reader(publisher: Any = publisher, x: Any = x, totals: Any = totals,
+                   lock: Any = lock, running: Any = running, ready: Any = ready) -> None:
+            ready.release()
+            while running[0]:
+                torn = variables.is_torn(publisher.predict(x))
+                with lock:
+                    totals["reads"] += 1
+                    totals["torn"] += torn
+
+        threads = [threading.Thread(target=reader) for _ in range(readers)]
+        for t in threads:
+            t.start()
+        for _ in threads:
+            ready.acquire()  # every reader is running before the first publish
+        start = time.perf_counter()
+        for v in range(1, updates + 1):
+            publisher.publish(variables.version_weights(v, model))
+            if v < updates:
+                time.sleep(interval_s)
+        writer_s = time.perf_counter() - start
+        running[0] = False
+        for t in threads:
+            t.join()
+        elapsed = time.perf_counter() - start
+        table[name] = {**totals, "reads_per_s": totals["reads"] / elapsed,
+                       "updates_per_s": updates / writer_s}
+    best, best_rate = None, -1.0
+    for n, m in table.items():
+        if m["torn"] or m["updates_per_s"] < min_updates_per_s:
+            continue
+        if m["reads_per_s"] > best_rate:
+            best, best_rate = n, m["reads_per_s"]
+    return best, table
+
+
+WRONG_CHOICES = [choose_ignoring_torn, choose_ignoring_update_rate, choose_fixed_reads,
+                 choose_sequential]
+CORRECT_CHOICES = [choose_with_pool_and_flag, choose_with_locked_totals]

@@ -1,0 +1,226 @@
+"""Lesson 03 (variables) graders: every known wrong answer fails every run, every right one passes.
+
+Each parametrized test runs the exercise's real hidden check (``autograder.checks.variables``)
+``RUNS`` times in this process, as that many grading runs would.
+
+How each check decides, and why its counts are enough (rates measured on the shared, loaded
+2-core machine, load average 8-14):
+
+- ``StepCounter``: ``stress`` (3 trials of 4 real threads x 200 steps), then ``explore``
+  (fixed seed, 80 schedules, two threads taking two steps each). In single ``stress`` trials
+  the wrong answers failed 32-40 of 40 (50 steps per thread); ``explore`` is deterministic for
+  a given answer and found every one of them within 17-52 schedules on each of seeds 0-9, so
+  every grading run fails them even when ``stress`` misses.
+- ``WeightPublisher``: ``stress`` (6 trials: one writer publishes up to 10 versions, stopping
+  early after 3 once it has been busy 0.3 s, while 2 readers read until it is done), then
+  ``explore`` (fixed seed, pct strategy, 80 schedules, one publish and two reads on a 2-layer
+  model). Single ``stress`` trials failed ``UnlockedPublisher``, ``WriterLockOnlyPublisher``
+  and ``LockPerCallPublisher`` 40 of 40 times; ``LockedReferencePublisher`` (the reader
+  locks only to fetch the model; its forward pass must start in the short gap before the
+  writer's next ``set_weights``) 32-37 of 40, so a run of 6 trials misses it with probability
+  about 0.2^6 = 6e-5.
+- ``choose_publisher``: one call on the grader's four candidates, whose costs are simulated
+  with sleeps and whose races are real. The reported reads and torn reads must equal what the
+  candidates recorded, the rates must be within 0.05x-5x of what they really did (thread
+  start-up under load is the slack), the readers must overlap the writer until it is done,
+  and the choice must follow the rule from the student's own table. The candidates make each
+  wrong choice differ from the rule's every time: the slow publisher can only be slower than
+  its nominal 10.3 versions per second (minimum 12; the others publish about 50 per second),
+  and the torn one tears dozens of reads.
+
+Answers that build a Keras model per publish or per thread take 5-20 s per grading run; they
+run ``SLOW_RUNS`` time(s), beyond the required sets (3+ wrong and 2+ correct answers per
+exercise, each run ``RUNS`` times). ``SwapBeforeSetPublisher`` (a new model served before
+its weights are set; a reader tracing the new model hides the race from real threads) and
+``VersionFirstCopiesPublisher`` (a version number stored before the weights: two adjacent
+attribute stores that real threads on CPython 3.11 never split) are found by ``explore``,
+deterministically, at schedules 60 and 36 of 80 with the fixed seed.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import answers_variables as answers
+import jupytext
+import keras
+import pytest
+import tensorflow as tf
+
+from autograder.checks import variables
+
+RUNS = 20
+SLOW_RUNS = 1
+SOLUTION_RUNS = 3
+SOLUTION = Path(__file__).resolve().parents[2] / "solutions" / "03_variables.py"
+
+
+@pytest.fixture(autouse=True)
+def _quiet_keras() -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+def _solution_answers() -> dict[str, Any]:
+    """Execute the solution's answer cells and return what they define."""
+    notebook = jupytext.read(SOLUTION, fmt="py:percent")
+    namespace: dict[str, Any] = {"threading": threading, "time": time, "tf": tf,
+                                 "keras": keras, "variables": variables}
+    for cell in notebook.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution") and cell.cell_type == "code":
+            exec(compile(cell.source, f"{SOLUTION.name}:{meta['grade_id']}", "exec"), namespace)
+    return namespace
+
+
+_SOLVED = _solution_answers()
+
+EXERCISES = {
+    "step_counter": (variables.check_step_counter, "StepCounter", _SOLVED["StepCounter"],
+                     answers.WRONG_COUNTERS, answers.CORRECT_COUNTERS),
+    "publisher": (variables.check_publisher, "WeightPublisher", _SOLVED["WeightPublisher"],
+                  answers.WRONG_PUBLISHERS, answers.CORRECT_PUBLISHERS),
+    "choose": (variables.check_choice, "choose_publisher", _SOLVED["choose_publisher"],
+               answers.WRONG_CHOICES, answers.CORRECT_CHOICES),
+}
+
+
+def _cases(kind: str) -> list[Any]:
+    cases = []
+    for exercise, (check, name, solution, wrong, correct) in EXERCISES.items():
+        chosen = {"wrong": wrong, "correct": correct, "solution": [solution]}[kind]
+        for answer in chosen:
+            label = "solution" if answer is solution else answer.__name__
+            cases.append(pytest.param(check, name, answer, id=f"{exercise}-{label}"))
+    return cases
+
+
+def _fails_every_run(check: Callable[[Any], None], exercise: str, answer: Any,
+                     runs: int) -> None:
+    for run in range(runs):
+        with pytest.raises(AssertionError) as failure:
+            check(answer)
+            pytest.fail(f"grading run {run + 1} of {runs} passed {answer.__name__}")
+        message = str(failure.value)
+        assert message.startswith(f"{exercise}: "), message
+        assert "expected" in message, message
+        assert "BEGIN HIDDEN TESTS" not in message
+
+
+def _passes_every_run(check: Callable[[Any], None], exercise: str, answer: Any,
+                      runs: int) -> None:
+    for run in range(runs):
+        try:
+            check(answer)
+        except AssertionError as failure:
+            pytest.fail(f"grading run {run + 1} of {runs} failed {exercise}: {failure}")
+
+
+@pytest.mark.parametrize(("check", "exercise", "answer"), _cases("wrong"))
+def test_wrong_answer_fails_every_grading_run_with_a_message_in_the_exercises_terms(
+        check: Callable[[Any], None], exercise: str, answer: Any) -> None:
+    _fails_every_run(check, exercise, answer, RUNS)
+
+
+@pytest.mark.parametrize(("check", "exercise", "answer"), _cases("correct"))
+def test_correct_answer_passes_every_grading_run(
+        check: Callable[[Any], None], exercise: str, answer: Any) -> None:
+    _passes_every_run(check, exercise, answer, RUNS)
+
+
+@pytest.mark.parametrize(("check", "exercise", "answer"), _cases("solution"))
+def test_lessons_own_solution_passes(
+        check: Callable[[Any], None], exercise: str, answer: Any) -> None:
+    """A few runs: the lesson's own run and the demo class grade it too."""
+    _passes_every_run(check, exercise, answer, SOLUTION_RUNS)
+
+
+@pytest.mark.parametrize("answer", answers.SLOW_WRONG_PUBLISHERS, ids=lambda a: a.__name__)
+def test_publisher_racing_in_its_python_fails_every_run_through_explore(answer: Any) -> None:
+    for run in range(SLOW_RUNS):
+        with pytest.raises(AssertionError) as failure:
+            variables.check_publisher(answer)
+            pytest.fail(f"grading run {run + 1} of {SLOW_RUNS} passed {answer.__name__}")
+        message = str(failure.value)
+        assert message.startswith("WeightPublisher: ") and "expected" in message, message
+        assert "Replay exactly this interleaving" in message, "expected explore to find it"
+
+
+@pytest.mark.parametrize("answer", answers.SLOW_CORRECT_PUBLISHERS, ids=lambda a: a.__name__)
+def test_publisher_that_builds_models_passes_every_run(answer: Any) -> None:
+    _passes_every_run(variables.check_publisher, "WeightPublisher", answer, SLOW_RUNS)
+
+
+@pytest.mark.parametrize("answer", answers.SLOW_CORRECT_COUNTERS, ids=lambda a: a.__name__)
+def test_slower_correct_counter_passes_every_run(answer: Any) -> None:
+    _passes_every_run(variables.check_step_counter, "StepCounter", answer, SLOW_RUNS)
+
+
+def test_assign_without_add_loses_steps_under_real_threads() -> None:
+    result = variables.run_step_counter_stress(answers.AssignReadBackCounter)
+    assert result.verdict == "race", result.message
+    assert "lost" in result.message or "same number" in result.message
+
+
+def test_trusting_the_value_of_assign_add_hands_out_a_number_twice() -> None:
+    result = variables.run_step_counter_stress(answers.AssignAddValueCounter)
+    assert result.verdict == "race"
+    assert "same number" in result.message
+
+
+def test_torn_read_message_names_the_versions_each_layer_had() -> None:
+    result = variables.run_publisher_stress(answers.UnlockedPublisher)
+    assert result.verdict == "race"
+    assert re.search(r"layers of versions \[\d+(, \d+){7}\]", result.message), result.message
+
+
+class _NotImplementedClass:
+    def __init__(self, *args: Any) -> None:
+        raise NotImplementedError()
+
+
+def _not_implemented(*args: Any, **kwargs: Any) -> Any:
+    raise NotImplementedError()
+
+
+@pytest.mark.parametrize(
+    ("check", "answer", "exercise"),
+    [
+        (variables.check_step_counter, _NotImplementedClass, "StepCounter"),
+        (variables.check_publisher, _NotImplementedClass, "WeightPublisher"),
+        (variables.check_choice, _not_implemented, "choose_publisher"),
+    ],
+)
+def test_unfilled_answer_fails_at_once_naming_the_exercise_and_the_error(
+        check: Callable[[Any], None], answer: Any, exercise: str) -> None:
+    start = time.perf_counter()
+    with pytest.raises(AssertionError) as failure:
+        check(answer)
+    message = str(failure.value)
+    assert message.startswith(f"{exercise}: ")
+    assert "NotImplementedError" in message
+    assert time.perf_counter() - start < 10
+
+
+def test_versioned_model_reports_every_layers_version_after_each_way_of_training() -> None:
+    model = variables.compile_for_versions(variables.versioned_model())
+    batch = variables.probe(model)
+    assert variables.read_versions(model(batch)).tolist() == [0] * variables.LAYERS
+    model.set_weights(variables.version_weights(4, model))
+    assert variables.read_versions(model(batch)).tolist() == [4] * variables.LAYERS
+    model.optimizer.apply(variables.version_step_gradients(model), model.trainable_variables)
+    assert variables.read_versions(model(batch)).tolist() == [5] * variables.LAYERS
+    model.fit(batch, batch, epochs=2, verbose=0)
+    assert variables.read_versions(model.predict_on_batch(batch)).tolist() == [7] * variables.LAYERS
+    mixed = model.get_weights()
+    mixed[1] = variables.version_weights(9, model)[1]
+    model.set_weights(mixed)
+    assert variables.read_versions(model(batch)).tolist() == [9] + [7] * (variables.LAYERS - 1)
+    assert variables.is_torn(model(batch))
