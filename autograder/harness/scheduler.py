@@ -153,6 +153,9 @@ class Run:
         self.threads: list[_Thread] = []
         self.current: _Thread | None = None
         self.stopping = False
+        # True while a thread chooses the next turn; it naps with the mutex released then,
+        # and nobody else may hand the turn over or take it meanwhile.
+        self.choosing = False
         self.step = 0
         self.pending: dict[int, tuple[threading.Thread, _Thread, Any]] = {}
         self.by_thread: dict[int, _Thread] = {}
@@ -222,7 +225,8 @@ class Run:
                 return
             with self.mutex:
                 holder = self.current
-                if holder is None or self.stopping or holder.native or holder.expect_native:
+                if (holder is None or self.stopping or self.choosing or holder.native
+                        or holder.expect_native):
                     last, since, cpu = (None, -1), now, None
                     continue
                 if (holder, self.step) != last:
@@ -478,7 +482,7 @@ class Run:
             with self.mutex:
                 if self.stopping:
                     raise _Abort
-                if self.current is not me:
+                if self.current is not me or self.choosing:
                     me.native = False
                 else:
                     me.wait = wait if blocked else None
@@ -517,7 +521,7 @@ class Run:
         """``me`` comes back from native code it was stuck in; wait for a turn."""
         with self.mutex:
             me.native = False
-            if self.current is me or self.stopping:
+            if self.stopping or (self.current is me and not self.choosing):
                 return
             me.parked = True
         me.gate.acquire()
@@ -537,8 +541,13 @@ class Run:
     def _hand_over(self, me: _Thread | None, *, can_continue: bool) -> _Thread | None:
         """Choose who runs next and give them the turn. Call with the mutex held."""
         self.step += 1
-        chosen = self._choose(me, can_continue)
-        if chosen is None or chosen is me:
+        self.choosing = True
+        try:
+            chosen = self._choose(me, can_continue)
+        finally:
+            self.choosing = False
+        # ``me`` may have parked while the watcher chose for it; a parked thread needs its gate.
+        if chosen is None or (chosen is me and not me.parked):
             return chosen
         self.current = chosen
         chosen.parked = False
@@ -553,7 +562,8 @@ class Run:
                 continue
             runnable = [t for t in self.threads if t.status == _RUNNABLE and not t.native
                         and (t.wait is None or t.wait.ready())]
-            if me is not None and not can_continue and me in runnable and me.wait is None:
+            if (me is not None and not can_continue and me in runnable and me.wait is None
+                    and not me.parked):
                 runnable.remove(me)
             if runnable:
                 return self._pick(me, can_continue, runnable)

@@ -299,3 +299,54 @@ def test_code_from_a_notebook_cell_is_scheduled_as_user_code():
     result = explore(setup, [namespace["bump"]] * 2, two)
     assert result.verdict == "race"
     assert "2718281828.py line 3 in bump" in result.message
+
+
+def _long_blocking_call():
+    """A call that blocks in C for longer than the scheduler's native-stall limit, using no CPU."""
+    import select
+
+    from autograder.harness.scheduler import NATIVE_STALL_S
+
+    select.select([], [], [], NATIVE_STALL_S + 0.3)
+
+
+def _lock_and_count():
+    return SimpleNamespace(lock=threading.Lock(), n=0)
+
+
+def _count_holding_the_lock_across_a_long_call(state):
+    with state.lock:
+        _long_blocking_call()
+        state.n += 1
+
+
+def _count_under_the_lock(state):
+    with state.lock:
+        state.n += 1
+
+
+def _counted_twice(state):
+    assert state.n == 2, f"expected 2, saw {state.n}"
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_lock_held_across_a_long_native_call_is_waited_for_not_a_crash_or_deadlock(seed):
+    # While the holder blocks in C, the waiter's turn and the stall watcher both choose who runs
+    # next; they once handed the same turn over twice (RuntimeError: release unlocked lock).
+    result = explore(_lock_and_count, [_count_holding_the_lock_across_a_long_call,
+                                       _count_under_the_lock], _counted_twice,
+                     seed=seed, max_schedules=2, timeout_s=30)
+    assert result.verdict == "pass", result.message
+
+
+def _read_then_write_across_a_long_call(state):
+    seen = state.n
+    _long_blocking_call()
+    state.n = seen + 1
+
+
+def test_a_lost_update_across_a_long_native_call_is_still_found():
+    result = explore(_lock_and_count, [_read_then_write_across_a_long_call,
+                                       _count_under_the_lock], _counted_twice,
+                     seed=0, max_schedules=4, timeout_s=30)
+    assert result.verdict == "race", result.message
