@@ -13,7 +13,7 @@ PYTHON ?= $(shell for p in /usr/bin/python3 python3.11 python3.12 python3.13 pyt
 export TF_CPP_MIN_LOG_LEVEL := 2
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: help setup sandbox chromium demo test build lab instructor-lab tensorboard bench lint clean
+.PHONY: help setup sandbox chromium demo test build lab instructor-lab tensorboard bench bench-lessons bench-grading lint clean
 
 help:
 	@echo "make demo   build the course and autograde the bundled demo class (prints scores)"
@@ -23,6 +23,8 @@ help:
 	@echo "make tensorboard     TensorBoard (with the profiler) on lesson 06's traces"
 	@echo "make build  regenerate notebooks/ from solutions/"
 	@echo "make bench  harness benchmark: schedules and seconds to a verdict per subject"
+	@echo "make bench-lessons   each lesson's run time and hidden tests' time against the budgets"
+	@echo "make bench-grading   grading: racelab vs plain nbgrader, 1 vs 2 workers, repeatability"
 	@echo "make lint   ruff"
 
 setup: $(STAMP) sandbox
@@ -79,6 +81,12 @@ tensorboard: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/harness_bench.py
+
+bench-lessons: $(STAMP)
+	$(PY) benchmarks/lesson_bench.py
+
+bench-grading: $(STAMP) sandbox
+	$(PY) benchmarks/grading_bench.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

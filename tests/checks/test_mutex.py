@@ -26,81 +26,49 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import answers_mutex as answers
-import jupytext
 import pytest
+from grading_runs import (
+    Exercise,
+    cases,
+    fails_every_run,
+    passes_every_run,
+    solution_namespace,
+)
 
 from autograder.checks import mutex
 
-RUNS = 20
-SOLUTION = Path(__file__).resolve().parents[2] / "solutions" / "02_mutex.py"
-
-
-def _solution_answers() -> dict[str, Any]:
-    """Execute the solution's answer cells (they only need ``threading``) and return them."""
-    notebook = jupytext.read(SOLUTION, fmt="py:percent")
-    namespace: dict[str, Any] = {"threading": threading}
-    for cell in notebook.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if meta.get("solution") and cell.cell_type == "code":
-            exec(compile(cell.source, f"{SOLUTION.name}:{meta['grade_id']}", "exec"), namespace)
-    return namespace
-
-
-_SOLVED = _solution_answers()
+_SOLVED = solution_namespace("02_mutex", {"threading": threading})
 
 EXERCISES = {
-    "metrics": (mutex.check_metrics, "ServerMetrics", _SOLVED["ServerMetrics"],
-                answers.WRONG_METRICS, answers.CORRECT_METRICS),
-    "cache": (mutex.check_cache, "PredictionCache", _SOLVED["PredictionCache"],
-              answers.WRONG_CACHES, answers.CORRECT_CACHES),
-    "move_slots": (mutex.check_move_slots, "move_slots", _SOLVED["move_slots"],
-                   answers.WRONG_MOVES, answers.CORRECT_MOVES),
-    "model_slot": (mutex.check_model_slot, "ModelSlot", _SOLVED["ModelSlot"],
-                   answers.WRONG_SLOTS, answers.CORRECT_SLOTS),
+    "metrics": Exercise(mutex.check_metrics, "ServerMetrics", _SOLVED["ServerMetrics"],
+                        answers.WRONG_METRICS, answers.CORRECT_METRICS),
+    "cache": Exercise(mutex.check_cache, "PredictionCache", _SOLVED["PredictionCache"],
+                      answers.WRONG_CACHES, answers.CORRECT_CACHES),
+    "move_slots": Exercise(mutex.check_move_slots, "move_slots", _SOLVED["move_slots"],
+                           answers.WRONG_MOVES, answers.CORRECT_MOVES),
+    "model_slot": Exercise(mutex.check_model_slot, "ModelSlot", _SOLVED["ModelSlot"],
+                           answers.WRONG_SLOTS, answers.CORRECT_SLOTS),
 }
 
 
-def _cases(kind: str) -> list[Any]:
-    cases = []
-    for exercise, (check, name, solution, wrong, correct) in EXERCISES.items():
-        chosen = {"wrong": wrong, "correct": correct, "solution": [solution]}[kind]
-        for answer in chosen:
-            label = "solution" if answer is solution else answer.__name__
-            cases.append(pytest.param(check, name, answer, id=f"{exercise}-{label}"))
-    return cases
-
-
-@pytest.mark.parametrize(("check", "exercise", "answer"), _cases("wrong"))
+@pytest.mark.parametrize(("check", "exercise", "answer"), cases(EXERCISES, "wrong"))
 def test_wrong_answer_fails_every_grading_run_with_a_message_in_the_exercises_terms(
         check: Callable[[Any], None], exercise: str, answer: Any) -> None:
-    messages = set()
-    for run in range(RUNS):
-        with pytest.raises(AssertionError) as failure:
-            check(answer)
-            pytest.fail(f"grading run {run + 1} of {RUNS} passed {answer.__name__}")
-        messages.add(re.sub(r"0x[0-9a-f]+", "0x...", str(failure.value)))
-    assert len(messages) == 1, "the same answer got different verdicts in different runs"
-    message = messages.pop()
-    assert message.startswith(f"{exercise}: "), message
-    assert "expected" in message or "Deadlock" in message, message
-    assert "BEGIN HIDDEN TESTS" not in message
+    messages = fails_every_run(check, exercise, answer, terms=("expected", "Deadlock"))
+    same = {re.sub(r"0x[0-9a-f]+", "0x...", message) for message in messages}
+    assert len(same) == 1, "the same answer got different verdicts in different runs"
 
 
-@pytest.mark.parametrize(("check", "exercise", "answer"), _cases("correct"))
+@pytest.mark.parametrize(("check", "exercise", "answer"), cases(EXERCISES, "correct"))
 def test_correct_answer_written_differently_passes_every_grading_run(
         check: Callable[[Any], None], exercise: str, answer: Any) -> None:
-    for run in range(RUNS):
-        try:
-            check(answer)
-        except AssertionError as failure:
-            pytest.fail(f"grading run {run + 1} of {RUNS} failed {exercise}: {failure}")
+    passes_every_run(check, exercise, answer)
 
 
-@pytest.mark.parametrize(("check", "exercise", "answer"), _cases("solution"))
+@pytest.mark.parametrize(("check", "exercise", "answer"), cases(EXERCISES, "solution"))
 def test_lessons_own_solution_passes(
         check: Callable[[Any], None], exercise: str, answer: Any) -> None:
     """One run: the check is deterministic, and the lesson's run covers it again."""

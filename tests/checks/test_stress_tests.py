@@ -18,89 +18,60 @@ Each parametrized test runs the exercise's real hidden check (``autograder.check
 
 from __future__ import annotations
 
-import re
 import threading
+import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import answers_stress_tests as answers
-import jupytext
 import pytest
+from grading_runs import (
+    Exercise,
+    cases,
+    fails_every_run,
+    passes_every_run,
+    solution_namespace,
+)
 
 from autograder.checks import stress_tests
 from autograder.harness import explore
 
-RUNS = 20
-SOLUTION = Path(__file__).resolve().parents[2] / "solutions" / "05_stress.py"
-
-
-def _solution_answers() -> dict[str, Any]:
-    """Execute the solution's answer cells and return what they define."""
-    import time
-
-    notebook = jupytext.read(SOLUTION, fmt="py:percent")
-    namespace: dict[str, Any] = {"threading": threading, "time": time, "explore": explore,
-                                 "stress_tests": stress_tests}
-    for cell in notebook.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if meta.get("solution") and cell.cell_type == "code":
-            exec(compile(cell.source, f"{SOLUTION.name}:{meta['grade_id']}", "exec"), namespace)
-    return namespace
-
-
-_SOLVED = _solution_answers()
+_SOLVED = solution_namespace("05_stress", {"threading": threading, "time": time,
+                                           "explore": explore, "stress_tests": stress_tests})
 
 
 def _check_hang(answer: Any) -> None:
     stress_tests.check_stress_test(answer, budget_s=1.0)
 
 
+def _check_for(exercise: Exercise, answer: Any) -> Callable[[Any], None]:
+    return _check_hang if answer is answers.barrier_miscounted else exercise.check
+
+
 EXERCISES = {
-    "ledger": (stress_tests.check_stress_test, "stress_ledger", _SOLVED["stress_ledger"],
-               answers.WRONG_STRESS, answers.CORRECT_STRESS),
-    "measure": (stress_tests.check_measure, "measure", _SOLVED["measure"],
-                answers.WRONG_MEASURES, answers.CORRECT_MEASURES),
-    "explore": (stress_tests.check_explore_ledger, "explore_ledger", _SOLVED["explore_ledger"],
-                answers.WRONG_EXPLORES, answers.CORRECT_EXPLORES),
+    "ledger": Exercise(stress_tests.check_stress_test, "stress_ledger", _SOLVED["stress_ledger"],
+                       answers.WRONG_STRESS, answers.CORRECT_STRESS),
+    "measure": Exercise(stress_tests.check_measure, "measure", _SOLVED["measure"],
+                        answers.WRONG_MEASURES, answers.CORRECT_MEASURES),
+    "explore": Exercise(stress_tests.check_explore_ledger, "explore_ledger",
+                        _SOLVED["explore_ledger"], answers.WRONG_EXPLORES,
+                        answers.CORRECT_EXPLORES),
 }
 
 
-def _cases(kind: str) -> list[Any]:
-    cases = []
-    for exercise, (check, name, solution, wrong, correct) in EXERCISES.items():
-        chosen = {"wrong": wrong, "correct": correct, "solution": [solution]}[kind]
-        for answer in chosen:
-            label = "solution" if answer is solution else answer.__name__
-            use = _check_hang if answer is answers.barrier_miscounted else check
-            cases.append(pytest.param(use, name, answer, id=f"{exercise}-{label}"))
-    return cases
-
-
-@pytest.mark.parametrize(("check", "exercise", "answer"), _cases("wrong"))
+@pytest.mark.parametrize(("check", "exercise", "answer"), cases(EXERCISES, "wrong", _check_for))
 def test_wrong_answer_fails_every_grading_run_with_a_message_in_the_exercises_terms(
         check: Callable[[Any], None], exercise: str, answer: Any) -> None:
-    for run in range(RUNS):
-        with pytest.raises(AssertionError) as failure:
-            check(answer)
-            pytest.fail(f"grading run {run + 1} of {RUNS} passed {answer.__name__}")
-        message = re.sub(r"0x[0-9a-f]+", "0x...", str(failure.value))
-        assert message.startswith(f"{exercise}: "), message
-        assert "expected" in message, message
-        assert "BEGIN HIDDEN TESTS" not in message
+    fails_every_run(check, exercise, answer)
 
 
-@pytest.mark.parametrize(("check", "exercise", "answer"), _cases("correct"))
+@pytest.mark.parametrize(("check", "exercise", "answer"), cases(EXERCISES, "correct", _check_for))
 def test_correct_answer_written_differently_passes_every_grading_run(
         check: Callable[[Any], None], exercise: str, answer: Any) -> None:
-    for run in range(RUNS):
-        try:
-            check(answer)
-        except AssertionError as failure:
-            pytest.fail(f"grading run {run + 1} of {RUNS} failed {exercise}: {failure}")
+    passes_every_run(check, exercise, answer)
 
 
-@pytest.mark.parametrize(("check", "exercise", "answer"), _cases("solution"))
+@pytest.mark.parametrize(("check", "exercise", "answer"), cases(EXERCISES, "solution"))
 def test_lessons_own_solution_passes(
         check: Callable[[Any], None], exercise: str, answer: Any) -> None:
     check(answer)

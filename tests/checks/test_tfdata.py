@@ -27,20 +27,23 @@ import threading
 import time
 import warnings
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import answers_tfdata as answers
-import jupytext
 import numpy as np
 import pytest
 import tensorflow as tf
+from grading_runs import (
+    Exercise,
+    cases,
+    fails_every_run,
+    passes_every_run,
+    solution_namespace,
+)
 
 from autograder.checks import tfdata
 
-RUNS = 20
 SOLUTION_RUNS = 3
-SOLUTION = Path(__file__).resolve().parents[2] / "solutions" / "04_tfdata.py"
 
 
 @pytest.fixture(autouse=True)
@@ -50,69 +53,35 @@ def _quiet() -> Any:
         yield
 
 
-def _solution_answers() -> dict[str, Any]:
-    """Execute the solution's answer cells and return what they define."""
-    notebook = jupytext.read(SOLUTION, fmt="py:percent")
-    namespace: dict[str, Any] = {"threading": threading, "time": time, "tf": tf, "np": np,
-                                 "tfdata": tfdata}
-    for cell in notebook.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if meta.get("solution") and cell.cell_type == "code":
-            exec(compile(cell.source, f"{SOLUTION.name}:{meta['grade_id']}", "exec"), namespace)
-    return namespace
-
-
-_SOLVED = _solution_answers()
+_SOLVED = solution_namespace("04_tfdata", {"threading": threading, "time": time, "tf": tf,
+                                           "np": np, "tfdata": tfdata})
 
 EXERCISES = {
-    "loader": (tfdata.check_loader, "make_dataset", _SOLVED["make_dataset"],
-               answers.WRONG_LOADERS, answers.CORRECT_LOADERS),
-    "augment": (tfdata.check_augment, "augment", _SOLVED["augment"],
-                answers.WRONG_AUGMENTS, answers.CORRECT_AUGMENTS),
-    "fast": (tfdata.check_fast, "fast_pipeline", _SOLVED["fast_pipeline"],
-             answers.WRONG_PIPELINES, answers.CORRECT_PIPELINES),
+    "loader": Exercise(tfdata.check_loader, "make_dataset", _SOLVED["make_dataset"],
+                       answers.WRONG_LOADERS, answers.CORRECT_LOADERS),
+    "augment": Exercise(tfdata.check_augment, "augment", _SOLVED["augment"],
+                        answers.WRONG_AUGMENTS, answers.CORRECT_AUGMENTS),
+    "fast": Exercise(tfdata.check_fast, "fast_pipeline", _SOLVED["fast_pipeline"],
+                     answers.WRONG_PIPELINES, answers.CORRECT_PIPELINES),
 }
 
 
-def _cases(kind: str) -> list[Any]:
-    cases = []
-    for exercise, (check, name, solution, wrong, correct) in EXERCISES.items():
-        chosen = {"wrong": wrong, "correct": correct, "solution": [solution]}[kind]
-        for answer in chosen:
-            label = "solution" if answer is solution else answer.__name__
-            cases.append(pytest.param(check, name, answer, id=f"{exercise}-{label}"))
-    return cases
-
-
-@pytest.mark.parametrize(("check", "exercise", "answer"), _cases("wrong"))
+@pytest.mark.parametrize(("check", "exercise", "answer"), cases(EXERCISES, "wrong"))
 def test_wrong_answer_fails_every_grading_run_with_a_message_in_the_exercises_terms(
         check: Callable[[Any], None], exercise: str, answer: Any) -> None:
-    for run in range(RUNS):
-        with pytest.raises(AssertionError) as failure:
-            check(answer)
-            pytest.fail(f"grading run {run + 1} of {RUNS} passed {answer.__name__}")
-        message = str(failure.value)
-        assert message.startswith(f"{exercise}: "), message
-        assert "expected" in message, message
-        assert "BEGIN HIDDEN TESTS" not in message
+    fails_every_run(check, exercise, answer)
 
 
-@pytest.mark.parametrize(("check", "exercise", "answer"), _cases("correct"))
+@pytest.mark.parametrize(("check", "exercise", "answer"), cases(EXERCISES, "correct"))
 def test_correct_answer_passes_every_grading_run(
         check: Callable[[Any], None], exercise: str, answer: Any) -> None:
-    for run in range(RUNS):
-        try:
-            check(answer)
-        except AssertionError as failure:
-            pytest.fail(f"grading run {run + 1} of {RUNS} failed {exercise}: {failure}")
+    passes_every_run(check, exercise, answer)
 
 
-@pytest.mark.parametrize(("check", "exercise", "answer"), _cases("solution"))
+@pytest.mark.parametrize(("check", "exercise", "answer"), cases(EXERCISES, "solution"))
 def test_lessons_own_solution_passes(
         check: Callable[[Any], None], exercise: str, answer: Any) -> None:
     """A few runs: the lesson's own run and the demo class grade it too."""
-    for run in range(SOLUTION_RUNS):
-        try:
-            check(answer)
-        except AssertionError as failure:
-            pytest.fail(f"grading run {run + 1} of {SOLUTION_RUNS} failed {exercise}: {failure}")
+    passes_every_run(check, exercise, answer, SOLUTION_RUNS)
+
+

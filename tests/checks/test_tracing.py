@@ -23,78 +23,50 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import answers_tracing as answers
-import jupytext
 import pytest
+from grading_runs import (
+    Exercise,
+    cases,
+    fails_every_run,
+    passes_every_run,
+    solution_namespace,
+)
 
 from autograder.checks import tracing
 
-RUNS = 20
-SOLUTION = Path(__file__).resolve().parents[2] / "solutions" / "06_tracing.py"
-
-
-def _solution_answers() -> dict[str, Any]:
-    """Execute the solution's answer cells (they only need ``threading``/``time``)."""
-    notebook = jupytext.read(SOLUTION, fmt="py:percent")
-    namespace: dict[str, Any] = {"threading": threading, "time": time}
-    for cell in notebook.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if meta.get("solution") and cell.cell_type == "code":
-            exec(compile(cell.source, f"{SOLUTION.name}:{meta['grade_id']}", "exec"), namespace)
-    return namespace
-
-
-_SOLVED = _solution_answers()
+_SOLVED = solution_namespace("06_tracing", {"threading": threading, "time": time})
 
 EXERCISES = {
-    "log_access": (tracing.check_log_access, _SOLVED["log_access"],
-                   answers.WRONG_LOG_ACCESS, answers.CORRECT_LOG_ACCESS),
-    "who_overwrote": (tracing.check_who_overwrote, _SOLVED["who_overwrote"],
-                      answers.WRONG_WHO_OVERWROTE, answers.CORRECT_WHO_OVERWROTE),
-    "find_conflicts": (tracing.check_find_conflicts, _SOLVED["find_conflicts"],
-                       answers.WRONG_FIND_CONFLICTS, answers.CORRECT_FIND_CONFLICTS),
-    "publish_locked": (tracing.check_publish_locked, _SOLVED["publish_locked"],
-                       answers.WRONG_PUBLISH, answers.CORRECT_PUBLISH),
+    label: Exercise(check, label, _SOLVED[label], wrong, correct)
+    for label, check, wrong, correct in [
+        ("log_access", tracing.check_log_access,
+         answers.WRONG_LOG_ACCESS, answers.CORRECT_LOG_ACCESS),
+        ("who_overwrote", tracing.check_who_overwrote,
+         answers.WRONG_WHO_OVERWROTE, answers.CORRECT_WHO_OVERWROTE),
+        ("find_conflicts", tracing.check_find_conflicts,
+         answers.WRONG_FIND_CONFLICTS, answers.CORRECT_FIND_CONFLICTS),
+        ("publish_locked", tracing.check_publish_locked,
+         answers.WRONG_PUBLISH, answers.CORRECT_PUBLISH),
+    ]
 }
 
 
-def _cases(kind: str) -> list[Any]:
-    cases = []
-    for exercise, (check, solution, wrong, correct) in EXERCISES.items():
-        chosen = {"wrong": wrong, "correct": correct, "solution": [solution]}[kind]
-        for answer in chosen:
-            label = "solution" if answer is solution else answer.__name__
-            cases.append(pytest.param(check, exercise, answer, id=f"{exercise}-{label}"))
-    return cases
-
-
-@pytest.mark.parametrize(("check", "exercise", "answer"), _cases("wrong"))
+@pytest.mark.parametrize(("check", "exercise", "answer"), cases(EXERCISES, "wrong"))
 def test_wrong_answer_fails_every_grading_run_with_a_message_in_the_exercises_terms(
         check: Callable[[Any], None], exercise: str, answer: Any) -> None:
-    for run in range(RUNS):
-        with pytest.raises(AssertionError) as failure:
-            check(answer)
-            pytest.fail(f"grading run {run + 1} of {RUNS} passed {answer.__name__}")
-        message = str(failure.value)
-        assert message.startswith(f"{exercise}: "), message
-        assert "expected" in message, message
-        assert "BEGIN HIDDEN TESTS" not in message
+    fails_every_run(check, exercise, answer)
 
 
-@pytest.mark.parametrize(("check", "exercise", "answer"), _cases("correct"))
+@pytest.mark.parametrize(("check", "exercise", "answer"), cases(EXERCISES, "correct"))
 def test_correct_answer_written_differently_passes_every_grading_run(
         check: Callable[[Any], None], exercise: str, answer: Any) -> None:
-    for run in range(RUNS):
-        try:
-            check(answer)
-        except AssertionError as failure:
-            pytest.fail(f"grading run {run + 1} of {RUNS} failed {exercise}: {failure}")
+    passes_every_run(check, exercise, answer)
 
 
-@pytest.mark.parametrize(("check", "exercise", "answer"), _cases("solution"))
+@pytest.mark.parametrize(("check", "exercise", "answer"), cases(EXERCISES, "solution"))
 def test_lessons_own_solution_passes(
         check: Callable[[Any], None], exercise: str, answer: Any) -> None:
     check(answer)

@@ -1,0 +1,104 @@
+"""What every lesson's grader tests share: the solution's answers, the cases, repeated runs.
+
+A lesson's ``test_<module>.py`` names its exercises (check, the name its messages start with,
+the solution's answer, wrong answers, correct answers) and runs each answer through the real
+hidden check as many times as that many grading runs would: never retried, since a retry would
+hide the flaky grade these tests exist to catch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from autograder.pipeline.demo import solution_answers
+from autograder.pipeline.source import find_lessons
+from tests.conftest import REPO
+
+RUNS = 20
+
+
+def solution_namespace(lesson_name: str, namespace: dict[str, Any]) -> dict[str, Any]:
+    """Execute the instructor's answer cells of ``lesson_name`` in ``namespace`` and return it.
+
+    Args:
+        lesson_name: The lesson, e.g. ``"03_variables"``.
+        namespace: What the notebook's setup cell would have imported for the answers.
+    """
+    lesson = next(found for found in find_lessons(REPO / "solutions") if found.name == lesson_name)
+    for grade_id, source in solution_answers(lesson).items():
+        exec(compile(source, f"{lesson.path.name}:{grade_id}", "exec"), namespace)
+    return namespace
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One graded exercise and the answers its check must sort.
+
+    Attributes:
+        check: The hidden test's check, called with the answer.
+        name: What the check's messages start with (the answer's name in the notebook).
+        solution: The instructor's answer.
+        wrong: Answers a student would plausibly write that must fail every run.
+        correct: Answers written differently from the solution that must pass every run.
+    """
+
+    check: Callable[[Any], None]
+    name: str
+    solution: Any
+    wrong: Sequence[Any]
+    correct: Sequence[Any]
+
+
+def cases(exercises: dict[str, Exercise], kind: str,
+          check_for: Callable[[Exercise, Any], Callable[[Any], None]] | None = None) -> list[Any]:
+    """Parameters ``(check, exercise, answer)`` for every answer of ``kind`` in ``exercises``.
+
+    Args:
+        exercises: Exercise label -> Exercise.
+        kind: ``"wrong"``, ``"correct"`` or ``"solution"``.
+        check_for: Picks another check for one answer (e.g. a shorter budget); default the
+            exercise's own.
+    """
+    params = []
+    for label, exercise in exercises.items():
+        answers = {"wrong": exercise.wrong, "correct": exercise.correct,
+                   "solution": [exercise.solution]}[kind]
+        for answer in answers:
+            name = "solution" if answer is exercise.solution else answer.__name__
+            check = check_for(exercise, answer) if check_for else exercise.check
+            params.append(pytest.param(check, exercise.name, answer, id=f"{label}-{name}"))
+    return params
+
+
+def fails_every_run(check: Callable[[Any], None], exercise: str, answer: Any, runs: int = RUNS,
+                    *, terms: Sequence[str] = ("expected",)) -> list[str]:
+    """Run ``check(answer)`` ``runs`` times; each must fail in the exercise's own terms.
+
+    Returns:
+        The failure messages, one per run.
+    """
+    messages = []
+    for run in range(runs):
+        with pytest.raises(AssertionError) as failure:
+            check(answer)
+            pytest.fail(f"grading run {run + 1} of {runs} passed {answer.__name__}")
+        message = str(failure.value)
+        assert message.startswith(f"{exercise}: "), message
+        assert any(term in message for term in terms), message
+        assert "BEGIN HIDDEN TESTS" not in message
+        messages.append(message)
+    return messages
+
+
+def passes_every_run(check: Callable[[Any], None], exercise: str, answer: Any,
+                     runs: int = RUNS) -> None:
+    """Run ``check(answer)`` ``runs`` times; every run must pass."""
+    for run in range(runs):
+        try:
+            check(answer)
+        except AssertionError as failure:
+            pytest.fail(f"grading run {run + 1} of {runs} failed {exercise}: {failure}")
