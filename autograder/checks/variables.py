@@ -985,39 +985,34 @@ def _candidate_classes(recorder: _Recorder, names: Mapping[str, str], last_versi
             time.sleep(_FAST_READ_S)
             return self._record_read(start, _outputs(seen, self.width))
 
-    class SlowUpdates(Candidate):
+    class Swapping(Candidate):
+        """Build-then-swap: a publish builds for ``publish_s``, a read computes for ``read_s``."""
+
+        publish_s = read_s = 0.0
+
+        def publish(self, weights: Sequence[Any]) -> None:
+            start, version = time.perf_counter(), self._version_of(weights)
+            time.sleep(self.publish_s)
+            self.layers = [version] * LAYERS
+            self._record_publish(version, start)
+
+        def predict(self, x: Any) -> np.ndarray:
+            start = time.perf_counter()
+            seen = self.layers
+            time.sleep(self.read_s)
+            return self._record_read(start, _outputs(seen, self.width))
+
+    class SlowUpdates(Swapping):
         """Build-then-swap with an expensive build: reads never wait, updates are slow."""
 
         kind = "slow_updates"
+        publish_s, read_s = _SLOW_PUBLISH_S, _FAST_READ_S
 
-        def publish(self, weights: Sequence[Any]) -> None:
-            start, version = time.perf_counter(), self._version_of(weights)
-            time.sleep(_SLOW_PUBLISH_S)
-            self.layers = [version] * LAYERS
-            self._record_publish(version, start)
-
-        def predict(self, x: Any) -> np.ndarray:
-            start = time.perf_counter()
-            seen = self.layers
-            time.sleep(_FAST_READ_S)
-            return self._record_read(start, _outputs(seen, self.width))
-
-    class Good(Candidate):
+    class Good(Swapping):
         """Build-then-swap with a cheap build and slower reads."""
 
         kind = "good"
-
-        def publish(self, weights: Sequence[Any]) -> None:
-            start, version = time.perf_counter(), self._version_of(weights)
-            time.sleep(_GOOD_PUBLISH_S)
-            self.layers = [version] * LAYERS
-            self._record_publish(version, start)
-
-        def predict(self, x: Any) -> np.ndarray:
-            start = time.perf_counter()
-            seen = self.layers
-            time.sleep(_GOOD_READ_S)
-            return self._record_read(start, _outputs(seen, self.width))
+        publish_s, read_s = _GOOD_PUBLISH_S, _GOOD_READ_S
 
     class SlowReads(Candidate):
         """Reads queue up one at a time behind a lock (the writer never waits for it)."""
