@@ -24,11 +24,14 @@ from pathlib import Path
 import nbformat
 
 from autograder.lesson import GRADING_ENV
-from autograder.pipeline import sandbox
+from autograder.pipeline import cell_marks, sandbox
 from autograder.pipeline.course import COURSE_ID, nbgrader_environment
 
 TAMPER_PHRASE = "the race detector's own tools were replaced"
 """Text the harness puts in a check's message when code under test replaced its tools."""
+
+#: Cells that killed the kernel a notebook may have skipped before it scores 0 as a whole.
+MAX_DEADLY_CELLS = 3
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS\n?", re.DOTALL)
@@ -199,12 +202,25 @@ def _grade(job: Job, submitted: nbformat.NotebookNode, release: nbformat.Noteboo
     target = course / "submitted" / job.student / job.assignment / f"{result.notebook}.ipynb"
     target.parent.mkdir(parents=True)
     nbformat.write(submitted, target)
-    outcome, peak = _autograde(job, course)
-    result.peak_rss_mb = round(peak, 1)
     autograded = course / "autograded" / job.student / job.assignment / target.name
-    if not outcome["success"] or not autograded.exists():
-        _fail_whole(result, structure, outcome, peak, job.limits)
-        return
+    deadly: list[str] = []
+    while True:
+        outcome, peak = _autograde(job, course, deadly)
+        result.peak_rss_mb = max(result.peak_rss_mb, round(peak, 1))
+        if outcome["success"] and autograded.exists():
+            break
+        cell = _deadly_cell(outcome, workdir, deadly)
+        if cell is None or len(deadly) >= MAX_DEADLY_CELLS:
+            _fail_whole(result, structure, outcome, peak, job.limits)
+            return
+        deadly.append(cell)
+        result.notes.append(
+            f"The kernel died while it ran {_describe_cell(cell, submitted, course, job)} "
+            f"({_death_reason(outcome)}). The grader ran the notebook again in a new kernel "
+            "with that cell replaced by an error: the tests that depend on it score 0, the "
+            "rest is graded as usual.")
+    if deadly and result.status == "graded":
+        result.status = "kernel-died"
     executed = nbformat.read(autograded, as_version=4)
     scores = _gradebook_scores(course, job, result.notebook)
     _explain_failures(executed, scores)
@@ -232,8 +248,48 @@ def _job_course(job: Job, workdir: Path) -> Path:
     return course
 
 
-def _autograde(job: Job, course: Path) -> tuple[dict, float]:
-    """Run nbgrader autograde on the job's course; returns (nbgrader outcome, peak kernel MB)."""
+def _marks_file(workdir: Path) -> Path:
+    return workdir / "marks" / "last-cell"
+
+
+def _deadly_cell(outcome: dict, workdir: Path, skipped: list[str]) -> str | None:
+    """The digest of the cell the kernel died in, when it died (not a timeout) in a new one."""
+    error = f"{outcome.get('error') or ''}\n{outcome.get('log') or ''}"
+    if not any(sign in error for sign in ("DeadKernelError", "Kernel died", "MemoryCapExceeded")):
+        return None
+    cell = cell_marks.last_started(_marks_file(workdir))
+    return None if cell is None or cell in skipped else cell
+
+
+def _death_reason(outcome: dict) -> str:
+    error = f"{outcome.get('error') or ''}"
+    if "MemoryCapExceeded: " in error:
+        return error.split("MemoryCapExceeded: ", 1)[1].splitlines()[0]
+    return "the process crashed or exited"
+
+
+def _describe_cell(digest: str, submitted: nbformat.NotebookNode, course: Path, job: Job) -> str:
+    """Name the cell with ``digest``: a test cell (as graded, hidden tests included) or yours."""
+    source = course / "source" / job.assignment
+    graded_cells = [cell for path in sorted(source.glob("*.ipynb"))
+                    for cell in nbformat.read(path, as_version=4).cells]
+    for cell in [*graded_cells, *submitted.cells]:
+        if cell.cell_type == "code" and cell_marks.digest(cell.source) == digest:
+            meta = cell.metadata.get("nbgrader", {})
+            if meta.get("grade") and not meta.get("solution"):
+                return f"the test cell {meta['grade_id']}"
+            if meta.get("solution"):
+                return f"your answer cell {meta['grade_id']}"
+            first = next((line for line in cell.source.splitlines() if line.strip()), "")
+            return f"the cell that starts `{first.strip()[:60]}`"
+    return "a cell"
+
+
+def _autograde(job: Job, course: Path, deadly: list[str]) -> tuple[dict, float]:
+    """Run nbgrader autograde on the job's course; returns (nbgrader outcome, peak kernel MB).
+
+    Cells whose digest is in ``deadly`` run as an error (they killed an earlier kernel).
+    """
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
     from traitlets.config import Config
@@ -246,14 +302,21 @@ def _autograde(job: Job, course: Path) -> tuple[dict, float]:
     cfg.CourseDirectory.db_url = f"sqlite:///{course / 'gradebook.db'}"
     cfg.Execute.timeout = job.limits.cell_timeout_s
     cfg.LimitOutput.max_lines = job.limits.output_lines
+    marks = _marks_file(workdir)
+    marks.parent.mkdir(parents=True, exist_ok=True)
+    marks.unlink(missing_ok=True)
+    kernel_env = {GRADING_ENV: "1", **cell_marks.skip_environment(marks, deadly)}
     env_overrides = {"JUPYTER_RUNTIME_DIR": str(workdir / "runtime"),
-                     "JUPYTER_DATA_DIR": str(workdir / "jupyter"), GRADING_ENV: "1"}
+                     "JUPYTER_DATA_DIR": str(workdir / "jupyter"), **kernel_env}
     (workdir / "runtime").mkdir(exist_ok=True)
     if job.limits.sandbox:
         kernel_dir.mkdir(parents=True, exist_ok=True)
         sandbox.install_kernelspec(workdir / "jupyter", kernel_dir,
-                                   sandbox.kernel_environment({GRADING_ENV: "1"}))
+                                   sandbox.kernel_environment(kernel_env),
+                                   writable=(marks.parent,))
         cfg.Execute.kernel_name = sandbox.KERNEL_NAME
+    else:
+        env_overrides["PYTHONSTARTUP"] = sandbox.kernel_environment()["PYTHONSTARTUP"]
     with _environ(env_overrides), nbgrader_environment(), _MemoryWatch(job.limits) as watch:
         api = NbGraderAPI(coursedir=CourseDirectory(config=cfg), config=cfg)
         outcome = api.autograde(job.assignment, job.student, force=True, create=True)

@@ -2,7 +2,8 @@
 
 A student's notebook runs in a kernel that sees the system read-only (``/usr``, ``/etc``, ...),
 the project's virtual environment and the ``autograder`` package read-only, a private ``/tmp``,
-and exactly one writable folder: its own working directory. It cannot see ``solutions/``, the
+and one writable folder: its own working directory (plus, for the grader's cell marks, a folder
+of the grader's choosing). It cannot see ``solutions/``, the
 gradebook, the demo class or any other student's files, because they are not in its mount
 namespace; it cannot see other processes (own PID namespace), and it gets no capabilities.
 The kernel is interrupted by message (``interrupt_mode: message``), which crosses the sandbox.
@@ -31,13 +32,15 @@ def bwrap_path() -> str | None:
     return shutil.which("bwrap")
 
 
-def kernel_argv(workdir: Path, connection_file: Path, env: dict[str, str]) -> list[str]:
+def kernel_argv(workdir: Path, connection_file: Path, env: dict[str, str],
+                writable: tuple[Path, ...] = ()) -> list[str]:
     """The command that starts an ipykernel inside the sandbox.
 
     Args:
-        workdir: The only writable folder (the notebook's working directory).
+        workdir: The writable working directory (the notebook's folder).
         connection_file: The kernel's connection file (bound read-only).
         env: The kernel's whole environment (nothing else is inherited).
+        writable: More folders the kernel may write, bound at their own paths.
     """
     bwrap = bwrap_path()
     if bwrap is None:
@@ -57,6 +60,7 @@ def kernel_argv(workdir: Path, connection_file: Path, env: dict[str, str]) -> li
         "--ro-bind", str(venv), str(venv),
         "--ro-bind", str(package), str(package),
         "--bind", str(workdir), str(workdir),
+        *[arg for folder in writable for arg in ("--bind", str(folder), str(folder))],
         "--ro-bind", str(connection_file), str(connection_file),
         "--chdir", str(workdir),
         str(venv / "bin" / "python"), "-m", "ipykernel_launcher", "-f", str(connection_file),
@@ -64,7 +68,8 @@ def kernel_argv(workdir: Path, connection_file: Path, env: dict[str, str]) -> li
     return argv
 
 
-def install_kernelspec(jupyter_data_dir: Path, workdir: Path, env: dict[str, str]) -> None:
+def install_kernelspec(jupyter_data_dir: Path, workdir: Path, env: dict[str, str],
+                       writable: tuple[Path, ...] = ()) -> None:
     """Write the sandboxed kernelspec ``racelab-sandbox`` under ``jupyter_data_dir/kernels``.
 
     The kernelspec runs this module, which builds the bubblewrap command once the connection
@@ -73,7 +78,9 @@ def install_kernelspec(jupyter_data_dir: Path, workdir: Path, env: dict[str, str
     spec_dir = jupyter_data_dir / "kernels" / KERNEL_NAME
     spec_dir.mkdir(parents=True, exist_ok=True)
     settings = spec_dir / "sandbox.json"
-    settings.write_text(json.dumps({"workdir": str(workdir), "env": env}), encoding="utf-8")
+    settings.write_text(json.dumps({"workdir": str(workdir), "env": env,
+                                    "writable": [str(folder) for folder in writable]}),
+                        encoding="utf-8")
     spec = {
         "argv": [sys.executable, "-m", "autograder.pipeline.sandbox", str(settings),
                  "{connection_file}"],
@@ -103,7 +110,8 @@ def kernel_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
 def main(argv: list[str]) -> None:
     """Kernelspec entry point: ``python -m autograder.pipeline.sandbox SETTINGS CONNECTION``."""
     settings = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
-    command = kernel_argv(Path(settings["workdir"]), Path(argv[1]).resolve(), settings["env"])
+    command = kernel_argv(Path(settings["workdir"]), Path(argv[1]).resolve(), settings["env"],
+                          tuple(Path(folder) for folder in settings.get("writable", ())))
     os.execv(command[0], command)
 
 
