@@ -31,6 +31,14 @@ _RUNNABLE, _FINISHED = "runnable", "finished"
 NATIVE_STALL_S = 0.5
 # How long a run that looks deadlocked is watched for a release by an uncontrolled thread.
 _DEADLOCK_GRACE_S = 0.03
+#: Fairness: a thread that has run ``FAIR_STEPS`` steps in a row while another could run is
+#: set aside for between one and two times as many steps (it runs only if no other thread can),
+#: as a real scheduler's time slice would. Without it, a spin or try-lock loop can starve the
+#: thread it waits for forever (the run would end in "timeout"). The length varies with the step
+#: (deterministically, so runs replay), so that a loop is not set aside at the same unlucky
+#: point of its cycle every time. The searched space is therefore the fair schedules: none lets
+#: one thread run more than ``FAIR_STEPS`` steps while another waits to run.
+FAIR_STEPS = 200
 _POLL_S = 0.001
 _WATCH_S = 0.02
 _TRACE_LIMIT = 20_000
@@ -157,6 +165,9 @@ class Run:
         # and nobody else may hand the turn over or take it meanwhile.
         self.choosing = False
         self.step = 0
+        self.run_index: int | None = None  # the thread that ran the last steps, and how many
+        self.run_length = 0
+        self.set_aside: dict[int, int] = {}  # thread index -> step until which others go first
         self.pending: dict[int, tuple[threading.Thread, _Thread, Any]] = {}
         self.by_thread: dict[int, _Thread] = {}
         self.exited: list[Any] = []
@@ -605,11 +616,20 @@ class Run:
               runnable: list[_Thread]) -> _Thread | None:
         current = me.index if (me is not None and can_continue) else None
         indices = [t.index for t in runnable]
-        index = self.strategy.choose(self.step, current, indices)
-        if index not in indices:
-            raise ValueError(f"the strategy chose thread {index}, not one of {indices}")
+        if current is not None and current == self.run_index and self.run_length >= FAIR_STEPS:
+            self.set_aside[current] = self.step + FAIR_STEPS + (self.step * 2654435761) % FAIR_STEPS
+        allowed = [i for i in indices if self.set_aside.get(i, 0) <= self.step] or indices
+        if current not in allowed:
+            current = None
+        index = self.strategy.choose(self.step, current, allowed)
+        if index not in allowed:
+            raise ValueError(f"the strategy chose thread {index}, not one of {allowed}")
         if current is None or index != current:
             self.outcome.switches.append((self.step, index))
+        if index == self.run_index:
+            self.run_length += 1
+        else:
+            self.run_index, self.run_length = index, 1
         return self.threads[index]
 
     def _unlocked_nap(self) -> None:

@@ -350,3 +350,53 @@ def test_a_lost_update_across_a_long_native_call_is_still_found():
                                        _count_under_the_lock], _counted_twice,
                      seed=0, max_schedules=4, timeout_s=30)
     assert result.verdict == "race", result.message
+
+
+def _two_locks():
+    return SimpleNamespace(a=threading.Lock(), b=threading.Lock(), n=0)
+
+
+def _polite(first, second, *, count_under_both_locks=True):
+    """Take ``first``, try ``second`` without blocking; on failure let go, back off, retry."""
+    import time
+
+    def worker(state):
+        while True:
+            with getattr(state, first):
+                if getattr(state, second).acquire(blocking=False):
+                    try:
+                        if count_under_both_locks:
+                            state.n += 1
+                        return
+                    finally:
+                        getattr(state, second).release()
+            time.sleep(0.0005)
+    worker.__name__ = f"take_{first}_then_try_{second}"
+    return worker
+
+
+def _count_outside_the_locks(worker):
+    def counted(state):
+        worker(state)
+        seen = state.n
+        state.n = seen + 1
+    return counted
+
+
+def _both_counted(state):
+    assert state.n == 2, f"expected 2, saw {state.n}"
+
+
+@pytest.mark.parametrize("strategy", ["exhaustive", "random", "pct"])
+def test_try_lock_with_back_off_is_searched_to_a_pass_not_a_livelock(strategy):
+    # Without fair turns, one thread's back-off loop could starve the lock holder for ever.
+    result = explore(_two_locks, [_polite("a", "b"), _polite("b", "a")], _both_counted,
+                     seed=0, max_schedules=60, strategy=strategy, timeout_s=60)
+    assert result.verdict == "pass", result.message
+
+
+def test_lost_update_behind_a_try_lock_loop_is_found():
+    workers = [_count_outside_the_locks(_polite("a", "b", count_under_both_locks=False)),
+               _count_outside_the_locks(_polite("b", "a", count_under_both_locks=False))]
+    result = explore(_two_locks, workers, _both_counted, seed=0, timeout_s=60)
+    assert result.verdict == "race", result.message
