@@ -30,6 +30,7 @@ from typing import Any
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 from autograder.checks.report import require_ok
 from autograder.harness import Result, stress
@@ -60,8 +61,30 @@ _TIMEOUT_S = 20.0
 # --------------------------------------------------------------------------- models
 
 
+class _SeededNormal(keras.initializers.Initializer):
+    """Normal(0, 0.5) weights drawn by a stateless TensorFlow op from ``seed``.
+
+    Keras's own ``RandomNormal(seed=...)`` keeps its state in a seed-generator variable that
+    is created lazily on the first draw; when several threads build cold models at once, they
+    create it together, and that can crash TensorFlow itself (a segfault, measured on TF 2.21),
+    which would end the lesson's demonstrations with a dead kernel instead of the race they
+    show. A stateless draw builds the same kind of ops, so a racy build keeps its window, but
+    shares no state between threads.
+    """
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+
+    def __call__(self, shape: Any, dtype: Any = None) -> Any:
+        return tf.random.stateless_normal(tuple(shape), seed=[self.seed, 0], stddev=0.5,
+                                          dtype=dtype or "float32")
+
+    def get_config(self) -> dict[str, Any]:
+        return {"seed": self.seed}
+
+
 def _initializer(seed: int) -> keras.initializers.Initializer:
-    return keras.initializers.RandomNormal(stddev=0.5, seed=seed)
+    return _SeededNormal(seed)
 
 
 def tiny_sequential(seed: int = 0, *, input_width: int | None = None) -> keras.Sequential:

@@ -28,16 +28,14 @@ Nothing is retried: every one of the 20 runs of every answer has exactly one rec
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import warnings
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import answers_warmup as answers
 import pytest
+from grading_runs import passes_every_run
+from isolation import run_isolated
 
 from autograder.checks import warmup
 
@@ -47,58 +45,16 @@ WRONG = {
     "check_shared_predictor": "WRONG_PREDICTORS",
     "check_lazy_model": "WRONG_LAZY_MODELS",
 }
-TASKS = [(check, group, index) for check, group in WRONG.items()
-         for index in range(len(getattr(answers, group)))]
-_CHILD = """
-import json, sys, warnings
-warnings.simplefilter("ignore")
-sys.path.insert(0, sys.argv[2])
-import answers_warmup as answers
-from autograder.checks import warmup
-spec = json.loads(sys.argv[1])
-for number, (check, group, index) in enumerate(spec["tasks"]):
-    for run in range(spec["runs"]):
-        if [number, run] < spec["start"]:
-            continue
-        try:
-            getattr(warmup, check)(getattr(answers, group)[index])
-            verdict = "pass"
-        except AssertionError:
-            verdict = "fail"
-        print(json.dumps([number, run, verdict]), flush=True)
-"""
-
-
-def _run_wrong_answers_isolated() -> dict[int, list[str]]:
-    verdicts: dict[int, list[str]] = {number: [] for number in range(len(TASKS))}
-    start = [0, 0]
-    while start is not None:
-        spec = json.dumps({"tasks": TASKS, "runs": RUNS, "start": start})
-        child = subprocess.run([sys.executable, "-c", _CHILD, spec, str(Path(__file__).parent)],
-                               capture_output=True, text=True, timeout=1800)
-        for line in child.stdout.splitlines():
-            number, run, verdict = json.loads(line)
-            verdicts[number].append(verdict)
-        pending = [[n, len(v)] for n, v in verdicts.items() if len(v) < RUNS]
-        if not pending:
-            start = None
-        elif child.returncode < 0:  # killed by a signal: that grading run crashed
-            number, run = pending[0]
-            verdicts[number].append(f"crashed (signal {-child.returncode})")
-            more = [[n, len(v)] for n, v in verdicts.items() if len(v) < RUNS]
-            start = more[0] if more else None
-        else:
-            raise RuntimeError(f"the isolated grading runs stopped (exit {child.returncode}):\n"
-                               f"{child.stderr[-3000:]}")
-    return verdicts
+TASKS = [(check, answer.__name__) for check, group in WRONG.items()
+         for answer in getattr(answers, group)]
 
 
 @pytest.fixture(scope="module")
 def wrong_verdicts() -> dict[tuple[str, str], list[str]]:
-    """Each wrong answer's 20 grading-run verdicts, by (check, answer name)."""
-    verdicts = _run_wrong_answers_isolated()
-    return {(check, getattr(answers, group)[index].__name__): verdicts[number]
-            for number, (check, group, index) in enumerate(TASKS)}
+    """Each wrong answer's 20 grading-run verdicts, by (check, answer name), run in child
+    processes: a TensorFlow crash there counts as a failed grading run, never retried."""
+    verdicts = run_isolated("autograder.checks.warmup", "answers_warmup", TASKS, RUNS)
+    return {task: runs for task, runs in zip(TASKS, verdicts, strict=True)}
 
 
 @pytest.fixture(autouse=True)
@@ -120,11 +76,7 @@ def _fails_every_run(verdicts: dict, check: Callable[[Any], None], answer: Any) 
 
 
 def _passes_every_run(check: Callable[[Any], None], answer: Any) -> None:
-    for run in range(RUNS):
-        try:
-            check(answer)
-        except AssertionError as failure:
-            pytest.fail(f"grading run {run + 1} of {RUNS} failed {answer.__name__}: {failure}")
+    passes_every_run(check, answer.__name__, answer, RUNS)
 
 
 @pytest.mark.parametrize("answer", answers.WRONG_WARM_UPS, ids=_name)

@@ -1,0 +1,432 @@
+"""Services a student might write for lesson 07 (capstone): wrong ones and correct ones.
+
+Each wrong service breaks one graded part the way people really do (a lock around every call,
+no warmup, weights written while the batcher computes, updates applied "later", a batcher
+that exits without serving what it holds, a close that leaves its thread running or
+deadlocks, one malformed request failing its whole batch, a model copy per thread). The
+correct ones are written differently from the lesson's solution (a queue with commands, a
+Condition with futures). ``ConditionBatchService`` is the lesson's solution.
+"""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import queue
+import threading
+
+import numpy as np
+
+from autograder.checks import capstone
+
+# --------------------------------------------------------------------------- the solution
+
+
+class _Request:
+    __slots__ = ("x", "done", "result", "error")
+
+    def __init__(self, x):
+        self.x = x
+        self.done = threading.Event()
+        self.result = None
+        self.error = None
+
+
+class ConditionBatchService:
+    """The lesson's solution: a Condition-guarded list, one batcher, a lock for the model."""
+
+    max_batch = 32
+
+    def __init__(self, model, example):
+        self._model = model
+        self._shape = np.shape(example)
+        self.warm()
+        self._model_lock = threading.Lock()
+        self._cond = threading.Condition()
+        self._pending = []
+        self._closed = False
+        self._requests = self._batches = self._errors = 0
+        self._thread = threading.Thread(target=self._serve, name="batcher", daemon=True)
+        self._thread.start()
+
+    def warm(self):
+        self._model.predict_on_batch(np.zeros((1, *self._shape), dtype="float32"))
+
+    def predict(self, x):
+        request = _Request(np.asarray(x, dtype="float32"))
+        with self._cond:
+            if self._closed:
+                raise RuntimeError("the service is closed")
+            self._pending.append(request)
+            self._cond.notify()
+        request.done.wait()
+        if request.error is not None:
+            raise request.error
+        return request.result
+
+    def _take(self):
+        """The next batch (up to max_batch waiting requests), or None once closed and empty."""
+        with self._cond:
+            while not self._pending and not self._closed:
+                self._cond.wait()
+            if not self._pending:
+                return None
+            batch = self._pending[:self.max_batch]
+            del self._pending[:self.max_batch]
+            return batch
+
+    def _serve(self):
+        while (batch := self._take()) is not None:
+            good = [r for r in batch if r.x.shape == self._shape]
+            for r in batch:
+                if r.x.shape != self._shape:
+                    r.error = ValueError(f"expected shape {self._shape}, got {r.x.shape}")
+            if good:
+                self._compute(good)
+            with self._cond:
+                self._requests += len(batch)
+                self._batches += bool(good)
+                self._errors += len(batch) - len(good)
+            for r in batch:
+                r.done.set()
+
+    def _compute(self, good):
+        with self._model_lock:
+            out = np.asarray(self._model.predict_on_batch(np.stack([r.x for r in good])))
+        for r, row in zip(good, out, strict=True):
+            r.result = row
+
+    def update_weights(self, weights):
+        with self._model_lock:
+            self._model.set_weights(weights)
+
+    def stats(self):
+        with self._cond:
+            return {"requests": self._requests, "batches": self._batches,
+                    "errors": self._errors}
+
+    def close(self):
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        self._thread.join()
+
+
+# --------------------------------------------------------------------------- correct, different
+
+
+class QueueCommandService:
+    """Correct: a queue.Queue; updates travel through it and the batcher applies them.
+
+    Every touch of the model happens on the batcher thread, so no lock guards the model;
+    ``update_weights`` waits until the batcher has applied the weights. ``close`` sends a
+    sentinel behind the queued requests and joins.
+    """
+
+    _STOP = object()
+
+    def __init__(self, model, example):
+        self._model = model
+        self._shape = tuple(np.shape(example))
+        model.predict_on_batch(np.zeros((2, *self._shape), dtype="float32"))
+        self._queue = queue.Queue()
+        self._gate = threading.Lock()
+        self._closed = False
+        self._counts = collections.Counter(requests=0, batches=0, errors=0)
+        self._worker = threading.Thread(target=self._loop, name="service-worker")
+        self._worker.start()
+
+    def _send(self, item):
+        with self._gate:
+            if self._closed:
+                raise RuntimeError("InferenceService is closed")
+            self._queue.put(item)
+
+    def predict(self, x):
+        x = np.asarray(x, dtype="float32")
+        if x.shape != self._shape:
+            with self._gate:
+                self._counts["requests"] += 1
+                self._counts["errors"] += 1
+            raise ValueError(f"request shape {x.shape}, expected {self._shape}")
+        future = concurrent.futures.Future()
+        self._send(("predict", x, future))
+        return future.result()
+
+    def update_weights(self, weights):
+        future = concurrent.futures.Future()
+        self._send(("update", weights, future))
+        future.result()
+
+    def _loop(self):
+        while True:
+            items = [self._queue.get()]
+            while True:
+                try:
+                    items.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            rows = []
+            for item in items + [None]:
+                if item is not None and item is not self._STOP and item[0] == "predict":
+                    rows.append(item)
+                    continue
+                if rows:  # serve the requests queued before this command, in one call
+                    out = self._model.predict_on_batch(np.stack([x for _, x, _ in rows]))
+                    with self._gate:
+                        self._counts["requests"] += len(rows)
+                        self._counts["batches"] += 1
+                    for (_, _, future), row in zip(rows, np.asarray(out), strict=True):
+                        future.set_result(row)
+                    rows = []
+                if item is self._STOP:
+                    return
+                if item is not None:
+                    self._model.set_weights(item[1])
+                    item[2].set_result(None)
+
+    def stats(self):
+        with self._gate:
+            return dict(self._counts)
+
+    def close(self):
+        with self._gate:
+            if not self._closed:
+                self._closed = True
+                self._queue.put(self._STOP)
+        self._worker.join()
+
+
+class FutureBatchService:
+    """Correct: a deque and Condition, futures for answers, an RLock around the model.
+
+    Built with ``model(x)`` rather than ``predict_on_batch``; warms with a batch of zeros.
+    """
+
+    def __init__(self, model, example, max_batch=16):
+        self.model = model
+        self.width = np.shape(example)[-1]
+        self.max_batch = max_batch
+        self.model(np.zeros((1, self.width), dtype="float32"))
+        self.model_lock = threading.RLock()
+        self.cv = threading.Condition(threading.Lock())
+        self.waiting = collections.deque()
+        self.open = True
+        self.counts = {"requests": 0, "batches": 0, "errors": 0}
+        self.thread = threading.Thread(target=self.run, name="micro-batcher", daemon=True)
+        self.thread.start()
+
+    def predict(self, x):
+        x = np.asarray(x, dtype="float32")
+        future = concurrent.futures.Future()
+        with self.cv:
+            if not self.open:
+                raise RuntimeError("closed: no more requests")
+            self.counts["requests"] += 1
+            if x.shape != (self.width,):
+                self.counts["errors"] += 1
+                raise ValueError("wrong request shape")
+            self.waiting.append((x, future))
+            self.cv.notify()
+        return future.result()
+
+    def run(self):
+        while True:
+            with self.cv:
+                self.cv.wait_for(lambda: self.waiting or not self.open)
+                if not self.waiting:
+                    return
+                batch = [self.waiting.popleft()
+                         for _ in range(min(self.max_batch, len(self.waiting)))]
+                self.counts["batches"] += 1
+            with self.model_lock:
+                out = np.asarray(self.model(np.stack([x for x, _ in batch])))
+            for (_, future), row in zip(batch, out, strict=True):
+                future.set_result(row)
+
+    def update_weights(self, weights):
+        with self.model_lock:
+            self.model.set_weights(weights)
+
+    def stats(self):
+        with self.cv:
+            return dict(self.counts)
+
+    def close(self):
+        with self.cv:
+            self.open = False
+            self.cv.notify_all()
+        self.thread.join(timeout=10)
+
+
+# --------------------------------------------------------------------------- wrong: throughput
+
+
+class LockPerCallService(capstone.GlobalLockService):
+    """One global lock around every model call: safe, but every request is its own call."""
+
+
+class PerThreadCopyService(capstone.PerThreadService):
+    """A model copy per client thread: no lock on the model, but 16 copies for 16 clients."""
+
+
+# --------------------------------------------------------------------------- wrong: cold start
+
+
+class LockFreeColdService(capstone.GlobalLockService):
+    """"TensorFlow is thread-safe": no warmup and no lock; clients call the model directly."""
+
+    def __init__(self, model, example):
+        self._model = model
+        self._shape = np.shape(example)
+        self._lock = threading.Lock()
+        self._counts = {"requests": 0, "batches": 0, "errors": 0}
+        self._closed = False
+
+    def predict(self, x):
+        x = np.asarray(x, dtype="float32")
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the service is closed")
+            self._counts["requests"] += 1
+            self._counts["batches"] += 1
+        return np.asarray(self._model.predict_on_batch(x[None]))[0]
+
+
+class TwoBatchersNoWarmupService(ConditionBatchService):
+    """One batcher per core, and no warmup: the first two batches build the model together."""
+
+    def warm(self):
+        pass
+
+    def __init__(self, model, example):
+        super().__init__(model, example)
+        self._model_lock = _NoLock()
+        self._second = threading.Thread(target=self._serve, name="batcher-2", daemon=True)
+        self._second.start()
+
+    def _compute(self, good):
+        try:
+            super()._compute(good)
+        except Exception as error:  # a failed batch fails its requests, the batcher goes on
+            for r in good:
+                r.error = error
+
+    def close(self):
+        super().close()
+        self._second.join()
+
+
+class _NoLock:
+    """Two batchers share the model without a lock ("predict only reads")."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+# --------------------------------------------------------------------------- wrong: updates
+
+
+class UnlockedSwapService(ConditionBatchService):
+    """Writes the new weights into the served model while the batcher is computing."""
+
+    def update_weights(self, weights):
+        self._model.set_weights(weights)
+
+
+class IdleUpdateService(ConditionBatchService):
+    """Keeps new weights aside and applies them when no request is waiting ("don't disturb").
+
+    No answer is torn, but under steady load the update is not served after it returned.
+    """
+
+    def __init__(self, model, example):
+        self._next_weights = None
+        super().__init__(model, example)
+
+    def update_weights(self, weights):
+        self._next_weights = weights
+
+    def _take(self):
+        with self._cond:
+            if not self._pending and self._next_weights is not None:
+                self._model.set_weights(self._next_weights)
+                self._next_weights = None
+        return super()._take()
+
+
+# --------------------------------------------------------------------------- wrong: accounting
+
+
+class DropsPartialBatchService(ConditionBatchService):
+    """Stops at once when closed: the requests still waiting are never answered."""
+
+    def _take(self):
+        with self._cond:
+            while not self._pending and not self._closed:
+                self._cond.wait()
+            if self._closed:
+                return None
+            batch = self._pending[:self.max_batch]
+            del self._pending[:self.max_batch]
+            return batch
+
+
+class LeakyCloseService(ConditionBatchService):
+    """close() refuses new requests but never wakes or joins the batcher: it waits forever."""
+
+    def close(self):
+        with self._cond:
+            self._closed = True
+
+    def _take(self):
+        with self._cond:
+            while not self._pending:
+                self._cond.wait()
+            batch = self._pending[:self.max_batch]
+            del self._pending[:self.max_batch]
+            return batch
+
+
+class DeadlockCloseService(ConditionBatchService):
+    """close() joins the batcher while holding the lock the batcher needs to finish."""
+
+    def close(self):
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+            self._thread.join()
+
+
+class WholeBatchFailsService(ConditionBatchService):
+    """Stacks every waiting row: one malformed request makes the whole batch raise."""
+
+    def _serve(self):
+        while (batch := self._take()) is not None:
+            try:
+                with self._model_lock:
+                    out = np.asarray(self._model.predict_on_batch(np.stack([r.x for r in batch])))
+                for r, row in zip(batch, out, strict=True):
+                    r.result = row
+                failed = 0
+            except ValueError as error:
+                for r in batch:
+                    r.error = error
+                failed = len(batch)
+            with self._cond:
+                self._requests += len(batch)
+                self._batches += 1
+                self._errors += failed
+            for r in batch:
+                r.done.set()
+
+
+WRONG_COLD = [LockFreeColdService, TwoBatchersNoWarmupService]
+WRONG_UPDATES = [UnlockedSwapService, IdleUpdateService]
+WRONG_ACCOUNTING = [DropsPartialBatchService, LeakyCloseService, DeadlockCloseService,
+                    WholeBatchFailsService]
+WRONG_THROUGHPUT = [LockPerCallService, PerThreadCopyService]
+CORRECT = [ConditionBatchService, QueueCommandService, FutureBatchService]
