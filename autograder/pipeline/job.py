@@ -216,7 +216,7 @@ def _grade(job: Job, submitted: nbformat.NotebookNode, release: nbformat.Noteboo
         deadly.append(cell)
         result.notes.append(
             f"The kernel died while it ran {_describe_cell(cell, submitted, course, job)} "
-            f"({_death_reason(outcome)}). The grader ran the notebook again in a new kernel "
+            f"({_kernel_death(outcome)}). The grader ran the notebook again in a new kernel "
             "with that cell replaced by an error: the tests that depend on it score 0, the "
             "rest is graded as usual.")
     if deadly and result.status == "graded":
@@ -252,20 +252,22 @@ def _marks_file(workdir: Path) -> Path:
     return workdir / "marks" / "last-cell"
 
 
+def _kernel_death(outcome: dict) -> str | None:
+    """Why the kernel died (killed at the memory cap, crashed or exited), or None if it did not."""
+    error = f"{outcome.get('error') or ''}\n{outcome.get('log') or ''}"
+    if "MemoryCapExceeded: " in error:
+        return error.split("MemoryCapExceeded: ", 1)[1].splitlines()[0]
+    if "DeadKernelError" in error or "Kernel died" in error:
+        return "the kernel died (the notebook exited or crashed)"
+    return None
+
+
 def _deadly_cell(outcome: dict, workdir: Path, skipped: list[str]) -> str | None:
     """The digest of the cell the kernel died in, when it died (not a timeout) in a new one."""
-    error = f"{outcome.get('error') or ''}\n{outcome.get('log') or ''}"
-    if not any(sign in error for sign in ("DeadKernelError", "Kernel died", "MemoryCapExceeded")):
+    if _kernel_death(outcome) is None:
         return None
     cell = cell_marks.last_started(_marks_file(workdir))
     return None if cell is None or cell in skipped else cell
-
-
-def _death_reason(outcome: dict) -> str:
-    error = f"{outcome.get('error') or ''}"
-    if "MemoryCapExceeded: " in error:
-        return error.split("MemoryCapExceeded: ", 1)[1].splitlines()[0]
-    return "the process crashed or exited"
 
 
 def _describe_cell(digest: str, submitted: nbformat.NotebookNode, course: Path, job: Job) -> str:
@@ -377,11 +379,9 @@ class _MemoryWatch:
 def _fail_whole(result: JobResult, structure: _Structure, outcome: dict, peak: float,
                 limits: Limits) -> None:
     error = f"{outcome.get('error') or ''}\n{outcome.get('log') or ''}"
-    if "MemoryCapExceeded" in error:
-        result.status = "kernel-died"
-        reason = error.split("MemoryCapExceeded: ", 1)[1].splitlines()[0]
-    elif "DeadKernelError" in error or "Kernel died" in error:
-        result.status, reason = "kernel-died", "the kernel died (the notebook exited or crashed)"
+    death = _kernel_death(outcome)
+    if death is not None:
+        result.status, reason = "kernel-died", death
     elif "Timeout" in error or "UnresponsiveKernel" in error:
         result.status = "timeout"
         reason = f"a cell ran over {limits.cell_timeout_s} s and the kernel did not recover"

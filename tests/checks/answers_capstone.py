@@ -15,6 +15,7 @@ import concurrent.futures
 import threading
 
 import numpy as np
+from grading_runs import demo_answer
 
 from autograder.checks import capstone
 
@@ -114,24 +115,11 @@ class ConditionBatchService:
 # --------------------------------------------------------------------------- correct, different
 
 
-def _demo_class(path: str, grade_id: str, name: str) -> type:
-    """The class ``name`` defined by the demo student's answer cell ``grade_id`` in ``path``."""
-    from pathlib import Path
-
-    from autograder.pipeline.demo import read_answers
-
-    source = read_answers(Path(__file__).resolve().parents[2] / path).answers[grade_id]
-    namespace: dict[str, object] = {}
-    exec(compile(source, path, "exec"), namespace)
-    return namespace[name]  # type: ignore[return-value]
-
-
 #: Correct: a queue.Queue carries requests and weight updates, so only the worker thread
 #: touches the model; futures carry the answers; close() queues a sentinel and joins. The demo
 #: class's ``correct`` student submits this very cell.
-QueueCommandService = _demo_class("demo/correct/07_capstone.py", "ex_capstone_service",
-                                  "InferenceService")
-QueueCommandService.__name__ = QueueCommandService.__qualname__ = "QueueCommandService"
+QueueCommandService = demo_answer("demo/correct/07_capstone.py", "ex_capstone_service",
+                                  "InferenceService", renamed="QueueCommandService")
 
 
 class FutureBatchService:

@@ -18,6 +18,7 @@ from typing import Any
 
 import keras
 import tensorflow as tf
+from grading_runs import demo_answer
 
 from autograder.checks import variables
 
@@ -270,42 +271,11 @@ class SemaphorePublisher:
             self._turn.release()
 
 
-class ReadersWriterPublisher:
-    """Correct: readers share, the writer waits for them to leave and keeps new ones out."""
-
-    def __init__(self, model: Any) -> None:
-        self.model = model
-        self._cond = threading.Condition()
-        self._readers = 0
-        self._writing = False
-        self._waiting_writers = 0
-
-    def publish(self, weights: list[Any]) -> None:
-        with self._cond:
-            self._waiting_writers += 1
-            while self._writing or self._readers:
-                self._cond.wait()
-            self._waiting_writers -= 1
-            self._writing = True
-        try:
-            self.model.set_weights(weights)
-        finally:
-            with self._cond:
-                self._writing = False
-                self._cond.notify_all()
-
-    def predict(self, x: Any) -> Any:
-        with self._cond:
-            while self._writing or self._waiting_writers:
-                self._cond.wait()
-            self._readers += 1
-        try:
-            return self.model.predict_on_batch(x)
-        finally:
-            with self._cond:
-                self._readers -= 1
-                if not self._readers:
-                    self._cond.notify_all()
+#: Correct: readers share, the writer waits for them to leave and keeps new ones out. The
+#: demo class's ``correct`` student submits this very cell.
+ReadersWriterPublisher = demo_answer("demo/correct/03_variables.py", "ex_variables_publisher",
+                                     "WeightPublisher", renamed="ReadersWriterPublisher",
+                                     setup={"threading": threading})
 
 
 class BuildThenSwapPublisher:

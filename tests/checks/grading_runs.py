@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from autograder.pipeline.demo import solution_answers
+from autograder.pipeline.demo import read_answers, solution_answers
 from autograder.pipeline.source import find_lessons
-from tests.conftest import REPO
+
+#: The repository (found from this file: answer modules import this one in child processes too).
+REPO = Path(__file__).resolve().parents[2]
 
 RUNS = 20
 
@@ -32,6 +35,25 @@ def solution_namespace(lesson_name: str, namespace: dict[str, Any]) -> dict[str,
     for grade_id, source in solution_answers(lesson).items():
         exec(compile(source, f"{lesson.path.name}:{grade_id}", "exec"), namespace)
     return namespace
+
+
+def demo_answer(path: str, grade_id: str, name: str, *, renamed: str,
+                setup: dict[str, Any] | None = None) -> Any:
+    """What a demo student's answer cell defines, as a test answer.
+
+    Args:
+        path: The demo answer file, relative to the repository (``demo/correct/07_capstone.py``).
+        grade_id: The answer cell.
+        name: The name the cell defines (``InferenceService``).
+        renamed: The answer's name in the tests (its ``__name__``, used in test ids).
+        setup: What the notebook's setup cell imported, when the cell relies on it.
+    """
+    source = read_answers(REPO / path).answers[grade_id]
+    namespace: dict[str, Any] = dict(setup or {})
+    exec(compile(source, path, "exec"), namespace)
+    answer = namespace[name]
+    answer.__name__ = answer.__qualname__ = renamed
+    return answer
 
 
 @dataclass(frozen=True)
