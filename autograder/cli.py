@@ -63,9 +63,10 @@ def _grading_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=int, default=None,
                    help="parallel grading processes (default: number of CPU cores)")
     p.add_argument("--cell-timeout", type=int, default=120, help="seconds one cell may run")
-    p.add_argument("--memory-mb", type=int, default=3000, help="memory cap of one kernel")
+    p.add_argument("--memory-mb", type=int, default=3000,
+                   help="memory cap of one notebook's sandbox (its processes and /tmp)")
     p.add_argument("--no-sandbox", action="store_true",
-                   help="run kernels without bubblewrap (trusted notebooks only)")
+                   help="run notebooks without bubblewrap (trusted notebooks only)")
 
 
 def _limits(args: argparse.Namespace):

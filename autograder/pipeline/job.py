@@ -5,33 +5,49 @@ Inputs: the submitted notebook, the course's release notebook and gradebook temp
 and ``feedback.html``. Nothing outside the job folder is written, so jobs run in parallel
 processes here, or on a cluster's workers, and a re-run never loses or duplicates a grade.
 
+The notebook's code runs in the sandboxed runner (:mod:`autograder.pipeline.execute`), never
+in a folder the host reads back: the job compares the submission's graded cells with the
+release (deleted, duplicated, edited or retyped test cells), runs the student's cells with each
+test cell as the gradebook holds it, scores each test from the runner's signed report, and only
+then writes the executed notebook, the gradebook and nbgrader's feedback in its own folder.
+
 Run as ``python -m autograder.pipeline.job JOB_JSON``.
 """
 
 from __future__ import annotations
 
-import contextlib
+import ast
+import base64
 import json
-import os
 import re
 import shutil
 import sys
-import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import nbformat
 
-from autograder.lesson import GRADING_ENV
-from autograder.pipeline import cell_marks, sandbox
+import autograder
 from autograder.pipeline.course import COURSE_ID, nbgrader_environment
+from autograder.pipeline.execute import Run, RunLimits, run_cells
 
 TAMPER_PHRASE = "the race detector's own tools were replaced"
 """Text the harness puts in a check's message when code under test replaced its tools."""
 
-#: Cells that killed the kernel a notebook may have skipped before it scores 0 as a whole.
+#: Cells that killed the runner or timed out that a notebook may have skipped before it scores
+#: 0 as a whole.
 MAX_DEADLY_CELLS = 3
+
+#: Seconds of a job's time limit kept for writing the gradebook and feedback after the runs.
+JOB_MARGIN_S = 30
+
+#: Statuses, most important first: a notebook with several findings shows the first.
+STATUS_ORDER = ("invalid-notebook", "tampered", "kernel-died", "timeout", "missing-cells",
+                "graded")
+
+#: Lesson imports the runner executes itself before any student code (the test cells' names).
+_PRELOADED_PACKAGES = ("autograder", "tensorflow", "keras", "numpy", "matplotlib")
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS\n?", re.DOTALL)
@@ -43,10 +59,13 @@ class Limits:
 
     Attributes:
         cell_timeout_s: Wall time of one cell before the kernel is interrupted.
-        memory_mb: Resident memory of the kernel before it is killed.
-        output_lines: Stream output lines kept per cell.
-        job_timeout_s: Wall time of the whole job before it is killed (by the caller).
-        sandbox: Run the kernel in bubblewrap (refuse to grade when it is missing).
+        memory_mb: Memory of the whole sandbox (every process and its ``/tmp``) before it is
+            stopped.
+        output_lines: Kept for compatibility (output is capped by characters per cell).
+        job_timeout_s: Wall time of the whole job before it is killed (by the caller); one run
+            of the notebook is stopped a little before it.
+        sandbox: Run the notebook in bubblewrap (refuse to grade when it is missing).
+        max_processes: Processes the notebook may run at once.
     """
 
     cell_timeout_s: int = 120
@@ -54,6 +73,7 @@ class Limits:
     output_lines: int = 1000
     job_timeout_s: int = 1200
     sandbox: bool = True
+    max_processes: int = 64
 
 
 @dataclass(frozen=True)
@@ -105,7 +125,7 @@ class JobResult:
         detail: One line for the grades table.
         notes: What the grader tells the student (also put into the feedback).
         seconds: Wall time of the job.
-        peak_rss_mb: Peak resident memory of the grading kernel.
+        peak_rss_mb: Peak memory of the grading sandbox (processes plus ``/tmp``).
     """
 
     student: str
@@ -158,25 +178,38 @@ class _Structure:
     answers: dict[str, list[str]]  # answer grade_id -> test grade_ids that grade it
 
 
+def _grade_id(cell: nbformat.NotebookNode) -> str | None:
+    return cell.metadata.get("nbgrader", {}).get("grade_id")
+
+
+def _is_test(cell: nbformat.NotebookNode) -> bool:
+    from nbgrader.utils import is_grade, is_solution
+
+    return is_grade(cell) and not is_solution(cell)
+
+
 def _structure(release: nbformat.NotebookNode) -> _Structure:
+    from nbgrader.utils import is_solution
+
     tests: dict[str, tuple[str, float]] = {}
     answers: dict[str, list[str]] = {}
     pending: list[str] = []
     for cell in release.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if meta.get("solution") and cell.cell_type == "code":
-            pending.append(meta["grade_id"])
-            answers[meta["grade_id"]] = []
-        elif meta.get("grade") and not meta.get("solution"):
-            tests[meta["grade_id"]] = (cell.source, float(meta["points"]))
+        if is_solution(cell) and cell.cell_type == "code":
+            pending.append(_grade_id(cell))
+            answers[_grade_id(cell)] = []
+        elif _is_test(cell):
+            tests[_grade_id(cell)] = (cell.source, float(cell.metadata["nbgrader"]["points"]))
             for answer in pending:  # a test grades the answer cells since the previous test
-                answers[answer].append(meta["grade_id"])
+                answers[answer].append(_grade_id(cell))
             pending = []
     return _Structure(tests, answers)
 
 
 def _read_submission(path: Path) -> nbformat.NotebookNode:
     try:
+        if path.stat().st_size > 64 * 2**20:
+            raise ValueError("larger than 64 MB")
         notebook = nbformat.read(path, as_version=4)
         nbformat.validate(notebook)
     except Exception as exc:  # noqa: BLE001 - any unreadable notebook gets the same status
@@ -185,55 +218,187 @@ def _read_submission(path: Path) -> nbformat.NotebookNode:
     return notebook
 
 
+def _set_status(result: JobResult, status: str) -> None:
+    """Keep the more important of the current status and ``status`` (see STATUS_ORDER)."""
+    if STATUS_ORDER.index(status) < STATUS_ORDER.index(result.status):
+        result.status = status
+
+
+@dataclass
+class _Plan:
+    """What the runner runs: the student's code cells, with each test cell as graded."""
+
+    cells: list[dict]
+    positions: list[int]  # plan cell -> index of the cell in the submitted notebook
+    tests: dict[str, int]  # test grade_id -> plan cell
+
+
+def _check_cells(submitted: nbformat.NotebookNode, release: nbformat.NotebookNode,
+                 structure: _Structure, result: JobResult) -> tuple[set[str], set[str]]:
+    """Compare the submission's graded cells with the release.
+
+    Returns:
+        The graded cells that are missing (deleted, or no longer code cells) and the grade ids
+        that appear more than once (their exercise scores 0).
+    """
+    released = {_grade_id(c): c for c in release.cells if _grade_id(c)}
+    seen: dict[str, int] = {}
+    retyped, edited, changed, unknown = [], [], [], []
+    for cell in submitted.cells:
+        gid = _grade_id(cell)
+        if not gid:
+            continue
+        seen[gid] = seen.get(gid, 0) + 1
+        if gid not in released:
+            if cell.metadata.get("nbgrader", {}).get("grade"):
+                unknown.append(gid)
+            continue
+        if cell.cell_type != released[gid].cell_type:
+            retyped.append(gid)
+        elif gid in structure.tests and cell.source != structure.tests[gid][0]:
+            edited.append(gid)
+        if _grading_metadata(cell) != _grading_metadata(released[gid]):
+            changed.append(gid)
+    duplicated = {gid for gid, n in seen.items() if n > 1 and gid in released}
+    missing = {gid for gid in (*structure.tests, *structure.answers)
+               if gid not in seen or gid in retyped}
+    if missing:
+        _set_status(result, "missing-cells")
+        result.notes.append("These graded cells were deleted and score 0: "
+                            + ", ".join(sorted(missing)))
+    findings = [("were turned into another kind of cell (they score 0)", retyped),
+                ("appear more than once (their exercise scores 0)", duplicated),
+                ("were edited; the grader ran them as the gradebook holds them", edited),
+                ("had their grading metadata changed (points, grade or solution flags); the "
+                 "gradebook's metadata was used", changed),
+                ("are not in the lesson but claim points (they were ignored)", unknown)]
+    for what, gids in findings:
+        if gids:
+            _set_status(result, "tampered")
+            names = ", ".join(sorted(set(gids)))
+            result.notes.append(f"These graded cells {what}: {names}")
+    return missing, duplicated
+
+
+def _grading_metadata(cell: nbformat.NotebookNode) -> dict:
+    meta = cell.metadata.get("nbgrader", {})
+    return {key: meta.get(key) for key in ("grade", "solution", "points", "grade_id", "locked",
+                                           "task")}
+
+
+def _plan(submitted: nbformat.NotebookNode, graded: dict[str, str], structure: _Structure,
+          missing: set[str]) -> _Plan:
+    plan = _Plan([], [], {})
+    count = 0
+    for position, cell in enumerate(submitted.cells):
+        if cell.cell_type != "code":
+            continue
+        count += 1
+        gid = _grade_id(cell)
+        if gid in structure.tests:
+            if gid in plan.tests or gid in missing:
+                continue
+            plan.tests[gid] = len(plan.cells)
+            entry = {"kind": "test", "source": graded[gid], "label": gid, "grade_id": gid}
+        else:
+            kind = "answer" if gid in structure.answers else "code"
+            entry = {"kind": kind, "source": cell.source, "label": f"In [{count}]",
+                     "grade_id": gid}
+        plan.cells.append(entry)
+        plan.positions.append(position)
+    return plan
+
+
+def _graded_sources(course: Path, assignment: str, notebook: str) -> dict[str, str]:
+    """Each test cell's source as the gradebook's source notebook holds it (hidden tests too)."""
+    source = nbformat.read(course / "source" / assignment / f"{notebook}.ipynb", as_version=4)
+    return {_grade_id(c): c.source for c in source.cells if _is_test(c)}
+
+
+def _preload(release: nbformat.NotebookNode) -> list[str]:
+    """The import statements of the lesson's own cells that name the grader or TensorFlow."""
+    from nbgrader.utils import is_grade, is_solution
+
+    statements = []
+    for cell in release.cells:
+        if cell.cell_type != "code" or is_grade(cell) or is_solution(cell):
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if names and all(n.split(".")[0] in _PRELOADED_PACKAGES for n in names):
+                statements.append(ast.unparse(node))
+    return list(dict.fromkeys(statements))
+
+
 def _grade(job: Job, submitted: nbformat.NotebookNode, release: nbformat.NotebookNode,
            structure: _Structure, result: JobResult, workdir: Path) -> None:
-    present = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in submitted.cells}
-    missing = [gid for gid in (*structure.tests, *structure.answers) if gid not in present]
-    edited = [gid for gid, (source, _) in structure.tests.items()
-              if gid in present and present[gid].source != source]
-    if missing:
-        result.status = "missing-cells"
-        result.notes.append("These graded cells were deleted and score 0: " + ", ".join(missing))
-    if edited:
-        result.status = "tampered" if not missing else result.status
-        result.notes.append("These read-only test cells were edited; the grader restored them "
-                            "from the gradebook before running: " + ", ".join(edited))
+    missing, duplicated = _check_cells(submitted, release, structure, result)
     course = _job_course(job, workdir)
-    target = course / "submitted" / job.student / job.assignment / f"{result.notebook}.ipynb"
-    target.parent.mkdir(parents=True)
-    nbformat.write(submitted, target)
-    autograded = course / "autograded" / job.student / job.assignment / target.name
-    deadly: list[str] = []
+    plan = _plan(submitted, _graded_sources(course, job.assignment, result.notebook), structure,
+                 missing)
+    deadline = time.monotonic() + job.limits.job_timeout_s - JOB_MARGIN_S
+    skipped: dict[int, str] = {}
+    restarts: list[str] = []
     while True:
-        outcome, peak = _autograde(job, course, deadly)
-        result.peak_rss_mb = max(result.peak_rss_mb, round(peak, 1))
-        if outcome["success"] and autograded.exists():
+        for index, cell in enumerate(plan.cells):
+            cell["skip"] = skipped.get(index)
+        limits = RunLimits(cell_timeout_s=job.limits.cell_timeout_s,
+                           run_timeout_s=max(1.0, deadline - time.monotonic()),
+                           memory_mb=job.limits.memory_mb, sandbox=job.limits.sandbox,
+                           max_processes=job.limits.max_processes)
+        run = run_cells(plan.cells, _preload(release), limits, workdir)
+        result.peak_rss_mb = max(result.peak_rss_mb, round(run.peak_mb, 1))
+        if run.finished or run.stopped == "report":
             break
-        cell = _deadly_cell(outcome, workdir, deadly)
-        if cell is None or len(deadly) >= MAX_DEADLY_CELLS:
-            _fail_whole(result, structure, outcome, peak, job.limits)
+        cell = run.running
+        if cell is None or cell in skipped or len(skipped) >= MAX_DEADLY_CELLS \
+                or run.stopped == "run-timeout":
+            _fail_whole(result, structure, run)
+            (workdir / "runner.log").write_text(run.stderr, encoding="utf-8")
             return
-        deadly.append(cell)
-        result.notes.append(
-            f"The kernel died while it ran {_describe_cell(cell, submitted, course, job)} "
-            f"({_kernel_death(outcome)}). The grader ran the notebook again in a new kernel "
-            "with that cell replaced by an error: the tests that depend on it score 0, the "
-            "rest is graded as usual.")
-    if deadly and result.status == "graded":
-        result.status = "kernel-died"
-    executed = nbformat.read(autograded, as_version=4)
-    scores = _gradebook_scores(course, job, result.notebook)
-    _explain_failures(executed, scores)
-    _zero_broken_answers(executed, structure, scores, result)
-    _tamper_in_outputs(executed, result)
+        skipped[cell] = "timeout" if run.stopped == "timeout" else "died"
+        plan.cells[cell]["skip_reason"] = run.reason
+        _set_status(result, "timeout" if run.stopped == "timeout" else "kernel-died")
+        restarts.append(
+            f"Grading stopped while it ran {_cell_name(plan.cells[cell])}: {run.reason}. The "
+            "grader ran the notebook again in a new sandbox with that cell replaced by an "
+            "error: the tests that depend on it score 0, the rest is graded as usual.")
+    if run.noise:
+        _set_status(result, "tampered")
+        result.notes.append(f"The notebook wrote {run.noise} line(s) into the grader's own "
+                            "report channel; they were ignored.")
+    if not run.finished:
+        _set_status(result, "tampered")
+        result.notes.append(f"Grading stopped: {run.reason}; the tests that had not run "
+                            "score 0.")
+    scores = _score_tests(plan, run, structure, result)
+    _zero_broken_answers(plan, run, structure, scores, result)
+    result.notes.extend(restarts)
+    for gid in duplicated:
+        for test in structure.answers.get(gid, [gid] if gid in structure.tests else []):
+            scores[test] = (0.0, structure.tests[test][1], f"the graded cell {gid} appears "
+                            "more than once")
     result.cells = {gid: list(scores.get(gid, (0.0, pts, "cell deleted")))
                     for gid, (_, pts) in structure.tests.items()}
-    for gid in missing:
-        if gid in result.cells:
-            result.cells[gid] = [0.0, result.cells[gid][1], "cell deleted"]
     result.score = sum(score for score, _, _ in result.cells.values())
     result.detail = _detail(result)
+    executed = _executed_notebook(submitted, release, plan, run)
+    autograded = course / "autograded" / job.student / job.assignment / f"{result.notebook}.ipynb"
+    autograded.parent.mkdir(parents=True, exist_ok=True)
     _write_feedback(course, job, executed, autograded, result, workdir)
+
+
+def _cell_name(cell: dict) -> str:
+    if cell["kind"] == "test":
+        return f"the test cell {cell['label']}"
+    if cell["kind"] == "answer":
+        return f"your answer cell {cell['grade_id']} ({cell['label']})"
+    return f"your cell {cell['label']}"
 
 
 def _job_course(job: Job, workdir: Path) -> Path:
@@ -248,163 +413,139 @@ def _job_course(job: Job, workdir: Path) -> Path:
     return course
 
 
-def _marks_file(workdir: Path) -> Path:
-    return workdir / "marks" / "last-cell"
-
-
-def _kernel_death(outcome: dict) -> str | None:
-    """Why the kernel died (killed at the memory cap, crashed or exited), or None if it did not."""
-    error = f"{outcome.get('error') or ''}\n{outcome.get('log') or ''}"
-    if "MemoryCapExceeded: " in error:
-        return error.split("MemoryCapExceeded: ", 1)[1].splitlines()[0]
-    if "DeadKernelError" in error or "Kernel died" in error:
-        return "the kernel died (the notebook exited or crashed)"
-    return None
-
-
-def _deadly_cell(outcome: dict, workdir: Path, skipped: list[str]) -> str | None:
-    """The digest of the cell the kernel died in, when it died (not a timeout) in a new one."""
-    if _kernel_death(outcome) is None:
-        return None
-    cell = cell_marks.last_started(_marks_file(workdir))
-    return None if cell is None or cell in skipped else cell
-
-
-def _describe_cell(digest: str, submitted: nbformat.NotebookNode, course: Path, job: Job) -> str:
-    """Name the cell with ``digest``: a test cell (as graded, hidden tests included) or yours."""
-    source = course / "source" / job.assignment
-    graded_cells = [cell for path in sorted(source.glob("*.ipynb"))
-                    for cell in nbformat.read(path, as_version=4).cells]
-    for cell in [*graded_cells, *submitted.cells]:
-        if cell.cell_type == "code" and cell_marks.digest(cell.source) == digest:
-            meta = cell.metadata.get("nbgrader", {})
-            if meta.get("grade") and not meta.get("solution"):
-                return f"the test cell {meta['grade_id']}"
-            if meta.get("solution"):
-                return f"your answer cell {meta['grade_id']}"
-            first = next((line for line in cell.source.splitlines() if line.strip()), "")
-            return f"the cell that starts `{first.strip()[:60]}`"
-    return "a cell"
-
-
-def _autograde(job: Job, course: Path, deadly: list[str]) -> tuple[dict, float]:
-    """Run nbgrader autograde on the job's course; returns (nbgrader outcome, peak kernel MB).
-
-    Cells whose digest is in ``deadly`` run as an error (they killed an earlier kernel).
-    """
-    from nbgrader.apps import NbGraderAPI
-    from nbgrader.coursedir import CourseDirectory
-    from traitlets.config import Config
-
-    workdir = course.parent
-    kernel_dir = course / "autograded" / job.student / job.assignment
-    cfg = Config()
-    cfg.CourseDirectory.root = str(course)
-    cfg.CourseDirectory.course_id = COURSE_ID
-    cfg.CourseDirectory.db_url = f"sqlite:///{course / 'gradebook.db'}"
-    cfg.Execute.timeout = job.limits.cell_timeout_s
-    cfg.LimitOutput.max_lines = job.limits.output_lines
-    marks = _marks_file(workdir)
-    marks.parent.mkdir(parents=True, exist_ok=True)
-    marks.unlink(missing_ok=True)
-    kernel_env = {GRADING_ENV: "1", **cell_marks.skip_environment(marks, deadly)}
-    env_overrides = {"JUPYTER_RUNTIME_DIR": str(workdir / "runtime"),
-                     "JUPYTER_DATA_DIR": str(workdir / "jupyter"), **kernel_env}
-    (workdir / "runtime").mkdir(exist_ok=True)
-    if job.limits.sandbox:
-        kernel_dir.mkdir(parents=True, exist_ok=True)
-        sandbox.install_kernelspec(workdir / "jupyter", kernel_dir,
-                                   sandbox.kernel_environment(kernel_env),
-                                   writable=(marks.parent,))
-        cfg.Execute.kernel_name = sandbox.KERNEL_NAME
-    else:
-        env_overrides["PYTHONSTARTUP"] = sandbox.kernel_environment()["PYTHONSTARTUP"]
-    with _environ(env_overrides), nbgrader_environment(), _MemoryWatch(job.limits) as watch:
-        api = NbGraderAPI(coursedir=CourseDirectory(config=cfg), config=cfg)
-        outcome = api.autograde(job.assignment, job.student, force=True, create=True)
-    if watch.killed:
-        outcome = {"success": False, "error": f"MemoryCapExceeded: {watch.killed}"}
-    return outcome, watch.peak_mb
-
-
-@contextlib.contextmanager
-def _environ(values: dict[str, str]):
-    old = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, value in old.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
-class _MemoryWatch:
-    """Samples the kernels this process started; kills one that passes the memory cap."""
-
-    def __init__(self, limits: Limits):
-        self.cap_mb = limits.memory_mb
-        self.peak_mb = 0.0
-        self.killed = ""
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="memory-watch", daemon=True)
-
-    def __enter__(self) -> _MemoryWatch:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(5)
-
-    def _run(self) -> None:
-        import psutil
-
-        me = psutil.Process()
-        while not self._stop.wait(0.2):
-            for child in me.children(recursive=True):
-                try:
-                    rss = child.memory_info().rss / 2**20
-                except psutil.Error:
-                    continue
-                self.peak_mb = max(self.peak_mb, rss)
-                if rss > self.cap_mb:
-                    self.killed = f"the kernel used {rss:.0f} MB, over the {self.cap_mb} MB cap"
-                    with contextlib.suppress(psutil.Error):
-                        child.kill()
-
-
-def _fail_whole(result: JobResult, structure: _Structure, outcome: dict, peak: float,
-                limits: Limits) -> None:
-    error = f"{outcome.get('error') or ''}\n{outcome.get('log') or ''}"
-    death = _kernel_death(outcome)
-    if death is not None:
-        result.status, reason = "kernel-died", death
-    elif "Timeout" in error or "UnresponsiveKernel" in error:
-        result.status = "timeout"
-        reason = f"a cell ran over {limits.cell_timeout_s} s and the kernel did not recover"
-    else:
-        result.status = "kernel-died"
-        lines = [line for line in error.strip().splitlines() if line.strip()]
-        reason = lines[-1] if lines else "nbgrader could not run the notebook"
+def _fail_whole(result: JobResult, structure: _Structure, run: Run) -> None:
+    status = {"timeout": "timeout", "run-timeout": "timeout"}.get(run.stopped, "kernel-died")
+    result.status = status if result.status != "tampered" else result.status
+    reason = run.reason or "the notebook could not be run"
     result.notes.append(f"Grading stopped: {reason}. Every exercise of this notebook scores 0.")
     result.cells = {gid: [0.0, pts, reason] for gid, (_, pts) in structure.tests.items()}
     result.score = 0.0
     result.detail = reason
 
 
-def _gradebook_scores(course: Path, job: Job, notebook: str) -> dict[str, tuple]:
-    from nbgrader.api import Gradebook
+_PACKAGE_DIR = str(Path(autograder.__file__).resolve().parent.parent)
 
+
+_GRADER_FRAME = re.compile(
+    r'^\s*File "(?:' + "|".join(re.escape(p) for p in {sys.prefix, _PACKAGE_DIR, sys.base_prefix})
+    + r')[^"]*", line \d+, in .*\n(?:\s{4,}\S.*\n)?(?:\s*[~^]+\s*\n)?', re.MULTILINE)
+
+
+def scrub(text: str) -> str:
+    """Text from the sandbox without grader or library frames, host paths or runner names."""
+    text = _GRADER_FRAME.sub("", _ANSI.sub("", text))
+    for prefix in sorted({sys.prefix, _PACKAGE_DIR}, key=len, reverse=True):
+        text = text.replace(prefix + "/", "").replace(prefix, "")
+    return re.sub(r"<(cell|grader test) \d+>", "a cell", text)
+
+
+def _error_reason(error: dict) -> str:
+    text = f"{error.get('ename', '')}: {error.get('evalue', '')}".rstrip(": ")
+    where = f" ({error['where']})" if error.get("where") else ""
+    return scrub(text + where)
+
+
+def _score_tests(plan: _Plan, run: Run, structure: _Structure,
+                 result: JobResult) -> dict[str, tuple]:
+    """Each test cell's (score, points, reason) from the runner's report of it."""
     scores = {}
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        submitted = gb.find_submission_notebook(notebook, job.assignment, job.student)
-        for grade in submitted.grades:
-            scores[grade.name] = (float(grade.score), float(grade.max_score),
-                                  "passed" if grade.score == grade.max_score else "failed")
+    for gid, index in plan.tests.items():
+        points = structure.tests[gid][1]
+        event = run.ended.get(index)
+        tried = [*(event or {}).get("tamper_before", []), *(event or {}).get("tamper", [])]
+        if event is None:
+            scores[gid] = (0.0, points, "the test did not run to the end")
+        elif event.get("integrity") or tried:
+            _set_status(result, "tampered")
+            what = "; ".join([*event.get("integrity", []), *tried][:5])
+            scores[gid] = (0.0, points, f"tampered: {scrub(what)}")
+            result.notes.append(f"{gid}: the notebook changed or reached into the grader "
+                                f"({scrub(what)}); that test scored 0.")
+        elif event.get("error"):
+            reason = _error_reason(event["error"])
+            if TAMPER_PHRASE in reason:
+                _set_status(result, "tampered")
+                result.notes.append(f"{gid}: the grader's tools were replaced by the notebook; "
+                                    "that check scored 0.")
+            scores[gid] = (0.0, points, reason)
+        else:
+            scores[gid] = (points, points, "passed")
     return scores
+
+
+def _zero_broken_answers(plan: _Plan, run: Run, structure: _Structure,
+                         scores: dict[str, tuple], result: JobResult) -> None:
+    """An answer cell that raised or timed out scores 0 on every test that grades it."""
+    for index, cell in enumerate(plan.cells):
+        error = (run.ended.get(index) or {}).get("error")
+        if cell["kind"] != "answer" or not error:
+            continue
+        gid = cell["grade_id"]
+        name = error.get("ename")
+        if name == "CellTimeoutError":
+            reason = f"answer cell {gid} did not finish within the time limit (a deadlock?)"
+            _set_status(result, "timeout")
+        elif name == "TamperingError":
+            reason = f"answer cell {gid} tried to change the grader's tools: " \
+                     f"{scrub(error.get('evalue', ''))}"
+            _set_status(result, "tampered")
+        elif name == "NotImplementedError":
+            reason = f"answer cell {gid} is not answered yet"
+        elif name == "KernelDiedInThisCell":
+            reason = f"answer cell {gid} stopped the grading process: {error.get('evalue', '')}"
+        else:
+            reason = f"answer cell {gid} raised {_error_reason(error)}"
+        for test in structure.answers[gid]:
+            _, points, _ = scores.get(test, (0.0, structure.tests[test][1], ""))
+            scores[test] = (0.0, points, reason)
+        result.notes.append(f"{reason}; {', '.join(structure.answers[gid]) or 'no test'} "
+                            "scored 0.")
+
+
+def _executed_notebook(submitted: nbformat.NotebookNode, release: nbformat.NotebookNode,
+                       plan: _Plan, run: Run) -> nbformat.NotebookNode:
+    """The submission with each test cell as released and every cell's outputs from the run."""
+    executed = nbformat.from_dict(json.loads(json.dumps(submitted)))
+    released = {_grade_id(c): c for c in release.cells if _is_test(c)}
+    for cell in executed.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+        gid = _grade_id(cell)
+        if gid in released and cell.cell_type == "code":
+            cell.metadata["nbgrader"] = dict(released[gid].metadata["nbgrader"])
+    for index, position in enumerate(plan.positions):
+        cell = executed.cells[position]
+        if plan.cells[index]["kind"] == "test":
+            cell.source = _HIDDEN.sub("# (hidden tests ran here)\n", plan.cells[index]["source"])
+        cell.execution_count = index + 1
+        cell.outputs = _outputs(run.ended.get(index), index + 1)
+    return executed
+
+
+def _outputs(event: dict | None, count: int) -> list:
+    if event is None:
+        return []
+    outputs = []
+    for name in ("out", "err"):
+        if event.get(name):
+            outputs.append(nbformat.v4.new_output(
+                "stream", name="stdout" if name == "out" else "stderr", text=scrub(event[name])))
+    for png in event.get("figures", []):
+        if isinstance(png, bytes) and png.startswith(b"\x89PNG"):
+            outputs.append(nbformat.v4.new_output(
+                "display_data", data={"image/png": base64.b64encode(png).decode()}))
+    if event.get("result") is not None:
+        outputs.append(nbformat.v4.new_output(
+            "execute_result", data={"text/plain": scrub(event["result"])}, execution_count=count))
+    error = event.get("error")
+    if error:
+        lines = [f"{error.get('ename', 'Error')}: {error.get('evalue', '')}"]
+        if error.get("where"):
+            lines.append(f"(raised in {error['where']})")
+        outputs.append(nbformat.v4.new_output(
+            "error", ename=str(error.get("ename", "Error")),
+            evalue=scrub(str(error.get("evalue", ""))), traceback=[scrub(x) for x in lines]))
+    return outputs
 
 
 def _errors(cell: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
@@ -420,49 +561,6 @@ def error_text(cell: nbformat.NotebookNode) -> str:
     return _ANSI.sub("", f"{name}: {value}" if value else name)
 
 
-def _explain_failures(executed: nbformat.NotebookNode, scores: dict[str, tuple]) -> None:
-    """Give each failed test the error its cell raised as the reason (the check's message)."""
-    for cell in executed.cells:
-        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if gid in scores and scores[gid][2] == "failed" and error_text(cell):
-            scores[gid] = (*scores[gid][:2], error_text(cell))
-
-
-def _zero_broken_answers(executed: nbformat.NotebookNode, structure: _Structure,
-                         scores: dict[str, tuple], result: JobResult) -> None:
-    """An answer cell that raised or timed out scores 0 on every test that grades it."""
-    for cell in executed.cells:
-        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if gid not in structure.answers or not _errors(cell):
-            continue
-        error = _errors(cell)[-1]
-        if error.get("ename") == "CellTimeoutError":
-            reason = f"answer cell {gid} did not finish within the time limit (a deadlock?)"
-            result.status = "timeout" if result.status == "graded" else result.status
-        elif error.get("ename") == "TamperingError":
-            reason = f"answer cell {gid} tried to change the grader's tools: {error.get('evalue')}"
-            result.status = "tampered"
-        elif error.get("ename") == "NotImplementedError":
-            reason = f"answer cell {gid} is not answered yet"
-        else:
-            reason = f"answer cell {gid} raised {error.get('ename')}: {error.get('evalue', '')}"
-        for test in structure.answers[gid]:
-            _, points, _ = scores.get(test, (0.0, structure.tests[test][1], ""))
-            scores[test] = (0.0, points, reason)
-        result.notes.append(f"{reason}; {', '.join(structure.answers[gid]) or 'no test'} "
-                            "scored 0.")
-
-
-def _tamper_in_outputs(executed: nbformat.NotebookNode, result: JobResult) -> None:
-    for cell in executed.cells:
-        for error in _errors(cell):
-            if TAMPER_PHRASE in error.get("evalue", ""):
-                result.status = "tampered"
-                gid = cell.metadata.get("nbgrader", {}).get("grade_id", "a cell")
-                result.notes.append(f"{gid}: the grader's tools were replaced by the notebook; "
-                                    "that check scored 0.")
-
-
 def _detail(result: JobResult) -> str:
     parts = [f"{gid}={score:g}/{pts:g}" for gid, (score, pts, _) in result.cells.items()]
     if result.status != "graded" and result.notes:
@@ -472,25 +570,25 @@ def _detail(result: JobResult) -> str:
 
 def _write_feedback(course: Path, job: Job, executed: nbformat.NotebookNode, autograded: Path,
                     result: JobResult, workdir: Path) -> None:
-    """Feedback HTML through nbgrader, with hidden test source removed and grader notes added."""
-    from nbgrader.api import Gradebook
+    """Record the scores in the job's gradebook copy and render nbgrader's feedback HTML."""
+    from nbgrader.api import Gradebook, MissingEntry
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
     from traitlets.config import Config
 
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+    db_url = f"sqlite:///{course / 'gradebook.db'}"
+    with nbgrader_environment(), Gradebook(db_url) as gb:
+        gb.update_or_create_student(job.student)
+        gb.update_or_create_submission(job.assignment, job.student)
         for gid, (score, _, _) in result.cells.items():
             try:
                 grade = gb.find_grade(gid, result.notebook, job.assignment, job.student)
-            except Exception:  # noqa: BLE001 - a deleted cell has no grade row
+            except MissingEntry:
                 continue
-            if grade.score != score:
-                grade.manual_score = score
-                grade.needs_manual_grade = False
+            grade.auto_score = score
+            grade.manual_score = None
+            grade.needs_manual_grade = False
         gb.db.commit()
-    for cell in executed.cells:
-        if cell.metadata.get("nbgrader", {}).get("grade") and cell.cell_type == "code":
-            cell.source = _HIDDEN.sub("# (hidden tests ran here)\n", cell.source)
     if result.notes:
         note = nbformat.v4.new_markdown_cell(
             "**Grader notes**\n\n" + "\n".join(f"- {n}" for n in result.notes))
@@ -500,7 +598,7 @@ def _write_feedback(course: Path, job: Job, executed: nbformat.NotebookNode, aut
     cfg = Config()
     cfg.CourseDirectory.root = str(course)
     cfg.CourseDirectory.course_id = COURSE_ID
-    cfg.CourseDirectory.db_url = f"sqlite:///{course / 'gradebook.db'}"
+    cfg.CourseDirectory.db_url = db_url
     with nbgrader_environment():
         api = NbGraderAPI(coursedir=CourseDirectory(config=cfg), config=cfg)
         outcome = api.generate_feedback(job.assignment, job.student, force=True)

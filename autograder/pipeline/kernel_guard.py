@@ -1,11 +1,11 @@
-"""Refuse, inside a grading kernel, to replace the tools the race detector relies on.
+"""Refuse, inside the grading runner, to replace the tools the race detector relies on.
 
-The grading sandbox starts every kernel with this module as ``PYTHONSTARTUP``. It turns the
-modules whose functions the graders use (``threading``, ``_thread``, ``queue``, ``sys``,
-``time``) into guarded modules: assigning or deleting a protected name raises
-:class:`TamperingError` in the student's cell, the kernel keeps working (ipykernel itself needs
-real locks), and the grader reports the notebook as ``tampered``. A write that goes around the
-guard (through the module's ``__dict__``) is still caught by the harness's own tamper check.
+The grading runner (:mod:`autograder.pipeline.runner`) installs this before any student code
+runs. It turns the modules whose functions the graders use (``threading``, ``_thread``,
+``queue``, ``sys``, ``time``) into guarded modules: assigning or deleting a protected name raises
+:class:`TamperingError` in the student's cell, the runner keeps working, and the grader reports
+the notebook as ``tampered``. A write that goes around the guard (through the module's
+``__dict__``) is still caught by the runner's integrity check and the harness's tamper check.
 """
 
 from __future__ import annotations

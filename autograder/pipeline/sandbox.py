@@ -1,17 +1,23 @@
-"""Grading kernels in a bubblewrap sandbox.
+"""The grading sandbox: bubblewrap around the runner, a boundary even when grading runs as root.
 
-A student's notebook runs in a kernel that sees the system read-only (``/usr``, ``/etc``, ...),
-the project's virtual environment and the ``autograder`` package read-only, a private ``/tmp``,
-and one writable folder: its own working directory (plus, for the grader's cell marks, a folder
-of the grader's choosing). It cannot see ``solutions/``, the
-gradebook, the demo class or any other student's files, because they are not in its mount
-namespace; it cannot see other processes (own PID namespace), and it gets no capabilities.
-The kernel is interrupted by message (``interrupt_mode: message``), which crosses the sandbox.
+A submission runs in :mod:`autograder.pipeline.runner`, started by :func:`runner_argv` inside
+bubblewrap with:
+
+- a new user namespace (unprivileged uid/gid 65534 inside) and every capability dropped, so a
+  grader running as root hands the notebook no privilege (no mounts, no reading root's files);
+- new PID, IPC, UTS, cgroup and network namespaces: no other process is visible or signalable,
+  and the only network is the sandbox's own loopback (nothing of the host's, no internet);
+- a minimal read-only file system: ``/usr`` (and the ``/lib``, ``/bin`` links), the virtual
+  environment, the ``autograder`` package and a few synthetic ``/etc`` files (no host ``/etc``);
+  ``solutions/``, gradebooks and other students' files are not in it at all;
+- one writable place, a size-capped private ``/tmp`` (RAM-backed, counted in the memory cap by
+  :mod:`autograder.pipeline.execute`); nothing the notebook writes ever reaches the host.
+
+The runner talks to the host over its standard input and output (pipes), so it needs no socket.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
@@ -19,8 +25,16 @@ from pathlib import Path
 
 import autograder
 
-KERNEL_NAME = "racelab-sandbox"
-_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+SANDBOX_UID = 65534
+_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+_ETC_FILES = {
+    "passwd": f"root:x:0:0::/root:/bin/false\nnobody:x:{SANDBOX_UID}:{SANDBOX_UID}::/tmp:"
+              "/bin/false\n",
+    "group": f"root:x:0:\nnogroup:x:{SANDBOX_UID}:\n",
+    "hosts": "127.0.0.1 localhost\n::1 localhost\n",
+    "nsswitch.conf": "passwd: files\ngroup: files\nhosts: files\n",
+}
+_HOST_ETC = ("ld.so.cache", "localtime")
 
 
 class SandboxUnavailable(RuntimeError):
@@ -32,88 +46,72 @@ def bwrap_path() -> str | None:
     return shutil.which("bwrap")
 
 
-def kernel_argv(workdir: Path, connection_file: Path, env: dict[str, str],
-                writable: tuple[Path, ...] = ()) -> list[str]:
-    """The command that starts an ipykernel inside the sandbox.
+def runner_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The whole environment of the runner: minimal, with HOME on its private /tmp."""
+    env = {
+        "HOME": "/tmp",
+        "PATH": f"{Path(sys.prefix) / 'bin'}:/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "TF_CPP_MIN_LOG_LEVEL": "3",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONNOUSERSITE": "1",
+        "MPLCONFIGDIR": "/tmp/matplotlib",
+        "MPLBACKEND": "Agg",
+    }
+    env.update(extra or {})
+    return env
+
+
+def write_etc(folder: Path) -> Path:
+    """Write the sandbox's synthetic ``/etc`` files into ``folder`` (bound read-only)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in _ETC_FILES.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return folder
+
+
+def runner_argv(env: dict[str, str], etc: Path, *, tmp_mb: int) -> list[str]:
+    """The command that starts the runner inside the sandbox.
 
     Args:
-        workdir: The writable working directory (the notebook's folder).
-        connection_file: The kernel's connection file (bound read-only).
-        env: The kernel's whole environment (nothing else is inherited).
-        writable: More folders the kernel may write, bound at their own paths.
+        env: The runner's whole environment (nothing else is inherited).
+        etc: A folder made by :func:`write_etc`.
+        tmp_mb: Size of the private ``/tmp``.
+
+    Raises:
+        SandboxUnavailable: bubblewrap is not installed.
     """
     bwrap = bwrap_path()
     if bwrap is None:
         raise SandboxUnavailable("bubblewrap (bwrap) is not installed; `make setup` installs it")
     venv = Path(sys.prefix)
     package = Path(autograder.__file__).resolve().parent
-    argv = [bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
-            "--new-session", "--clearenv"]
+    argv = [bwrap, "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
+            "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net",
+            "--unshare-cgroup-try", "--cap-drop", "ALL", "--die-with-parent",
+            "--new-session", "--clearenv", "--hostname", "sandbox"]
     for directory in _SYSTEM_DIRS:
-        if Path(directory).exists():
+        if os.path.lexists(directory):
             argv += ["--ro-bind", directory, directory]
+    for name in _ETC_FILES:
+        argv += ["--ro-bind", str(etc / name), f"/etc/{name}"]
+    for name in _HOST_ETC:
+        if Path("/etc", name).exists():
+            argv += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
     for name, value in sorted(env.items()):
         argv += ["--setenv", name, value]
     # Mounts apply in order: the private /tmp first, so that binds below /tmp stay visible.
     argv += [
-        "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+        "--dev", "/dev", "--proc", "/proc",
+        "--size", str(tmp_mb * 2**20), "--tmpfs", "/tmp",
         "--ro-bind", str(venv), str(venv),
         "--ro-bind", str(package), str(package),
-        "--bind", str(workdir), str(workdir),
-        *[arg for folder in writable for arg in ("--bind", str(folder), str(folder))],
-        "--ro-bind", str(connection_file), str(connection_file),
-        "--chdir", str(workdir),
-        str(venv / "bin" / "python"), "-m", "ipykernel_launcher", "-f", str(connection_file),
+        "--chdir", "/tmp",
+        str(venv / "bin" / "python"), "-I", "-m", "autograder.pipeline.runner",
     ]
     return argv
 
 
-def install_kernelspec(jupyter_data_dir: Path, workdir: Path, env: dict[str, str],
-                       writable: tuple[Path, ...] = ()) -> None:
-    """Write the sandboxed kernelspec ``racelab-sandbox`` under ``jupyter_data_dir/kernels``.
-
-    The kernelspec runs this module, which builds the bubblewrap command once the connection
-    file's path is known (``{connection_file}`` is only filled in at launch).
-    """
-    spec_dir = jupyter_data_dir / "kernels" / KERNEL_NAME
-    spec_dir.mkdir(parents=True, exist_ok=True)
-    settings = spec_dir / "sandbox.json"
-    settings.write_text(json.dumps({"workdir": str(workdir), "env": env,
-                                    "writable": [str(folder) for folder in writable]}),
-                        encoding="utf-8")
-    spec = {
-        "argv": [sys.executable, "-m", "autograder.pipeline.sandbox", str(settings),
-                 "{connection_file}"],
-        "display_name": "Race Lab grading sandbox",
-        "language": "python",
-        "interrupt_mode": "message",
-        "metadata": {"debugger": False},
-    }
-    (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1), encoding="utf-8")
-
-
-def kernel_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment a grading kernel gets: minimal, with HOME on its private /tmp."""
-    env = {
-        "HOME": "/tmp",
-        "PATH": f"{Path(sys.prefix) / 'bin'}:/usr/bin:/bin",
-        "LANG": "C.UTF-8",
-        "TF_CPP_MIN_LOG_LEVEL": "2",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "MPLCONFIGDIR": "/tmp/matplotlib",
-        "PYTHONSTARTUP": str(Path(__file__).with_name("kernel_startup.py")),
-    }
-    env.update(extra or {})
-    return env
-
-
-def main(argv: list[str]) -> None:
-    """Kernelspec entry point: ``python -m autograder.pipeline.sandbox SETTINGS CONNECTION``."""
-    settings = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
-    command = kernel_argv(Path(settings["workdir"]), Path(argv[1]).resolve(), settings["env"],
-                          tuple(Path(folder) for folder in settings.get("writable", ())))
-    os.execv(command[0], command)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
+def direct_argv() -> list[str]:
+    """The runner without a sandbox (``--no-sandbox``: trusted notebooks only)."""
+    return [sys.executable, "-m", "autograder.pipeline.runner"]

@@ -1,6 +1,6 @@
 """`racelab validate`: the grader's own verdict on one notebook, for students and CI.
 
-It runs exactly the grading job (sandboxed kernel, hidden tests restored from the gradebook,
+It runs exactly the grading job (sandboxed runner, hidden tests restored from the gradebook,
 answer cells that raise or hang scoring 0) on one notebook and returns a :class:`Verdict`: each
 test's points, and for a failing test the check's explanation and the interleaving figure it
 displayed, read from the notebook the grader executed (never test code, so hidden tests stay
@@ -22,6 +22,9 @@ from autograder.pipeline.job import Job, Limits, error_text, run_job
 
 STUDENT = "validate"
 """The student id the verdict's grading job runs under (as in ``racelab validate``)."""
+
+VALIDATE_LIMIT_S = 600
+"""Wall time of one whole validation: every run of the notebook stops well before it."""
 
 
 @dataclass
@@ -94,7 +97,7 @@ def grade_notebook(notebook: Path, solutions: Path, *, sandbox: bool = True) -> 
     Args:
         notebook: A lesson notebook, named after its lesson (``01_warmup.ipynb``).
         solutions: The lesson sources (``solutions/``), which hold the hidden tests.
-        sandbox: Run the grading kernel in bubblewrap, as the grader does.
+        sandbox: Run the notebook in bubblewrap, as the grader does.
 
     Raises:
         NotALesson: No lesson source matches the notebook's name.
@@ -109,7 +112,7 @@ def grade_notebook(notebook: Path, solutions: Path, *, sandbox: bool = True) -> 
         lesson = course.lessons[0]
         job = Job(STUDENT, lesson_name, str(notebook.resolve()),
                   str(course.release_notebook(lesson)), str(course.root),
-                  str(Path(tmp) / "job"), Limits(sandbox=sandbox))
+                  str(Path(tmp) / "job"), Limits(sandbox=sandbox, job_timeout_s=VALIDATE_LIMIT_S))
         result = run_job(job)
         executed = (Path(job.workdir) / "course" / "autograded" / STUDENT / lesson_name
                     / f"{result.notebook}.ipynb")
@@ -127,7 +130,7 @@ def grade_notebook(notebook: Path, solutions: Path, *, sandbox: bool = True) -> 
 
 def _test_outputs(executed: Path) -> dict[str, tuple[str, list[str]]]:
     """Per graded cell of the executed notebook: its last error as text, and its PNG figures."""
-    if not executed.exists():  # the kernel died before nbgrader wrote it
+    if not executed.exists():  # grading stopped before the executed notebook was written
         return {}
     notebook = nbformat.read(executed, as_version=4)
     found = {}

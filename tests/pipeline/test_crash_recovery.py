@@ -1,8 +1,9 @@
-"""A cell that kills its kernel costs only the tests that depend on it.
+"""A cell that kills the grading process costs only the tests that depend on it.
 
-The grader runs the notebook again in a new kernel with the deadly cell replaced by an error
+The grader runs the notebook again in a new sandbox with the deadly cell replaced by an error
 (never re-running it), so the other exercises keep their points. Graded once per module on a
-two-exercise lesson without TensorFlow; the crashes are real (a segfault, ``os._exit``).
+two-exercise lesson without TensorFlow; the crashes are real (a SIGSEGV delivered to the
+process, ``os._exit``): ``ctypes`` itself is refused to graded code.
 """
 
 import json
@@ -11,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from autograder.pipeline import cell_marks
 from autograder.pipeline.course import make_course
 from autograder.pipeline.demo import fill_answers
 from autograder.pipeline.grade import grade_submissions
@@ -20,7 +20,7 @@ from autograder.pipeline.job import MAX_DEADLY_CELLS, Limits
 FIXTURES = Path(__file__).parent / "fixtures"
 LIMITS = Limits(cell_timeout_s=8, memory_mb=800, job_timeout_s=300)
 ADD, MUL = "def add(a, b):\n    return a + b", "def mul(a, b):\n    return a * b"
-SEGFAULT = "import ctypes\n        ctypes.string_at(0)  # reads address 0: SIGSEGV"
+SEGFAULT = "import os, signal\n        os.kill(os.getpid(), signal.SIGSEGV)  # a real crash"
 
 ANSWERS = {
     "good": {"ex_pair_add": ADD, "ex_pair_mul": MUL},
@@ -68,25 +68,21 @@ def test_segfault_in_one_hidden_test_zeroes_that_test_only(graded):
     assert (r.status, r.score) == ("kernel-died", 3), r.detail
     assert r.detail.startswith("test_pair_add=0/2 test_pair_mul=3/3")
     notes = " ".join(result_of(graded, "segfault_in_hidden_test")["notes"])
-    assert "died while it ran the test cell test_pair_add" in notes
+    assert "stopped while it ran the test cell test_pair_add" in notes
+    assert "SIGSEGV" in notes
 
 
 def test_answer_cell_that_exits_zeroes_the_tests_of_that_answer_only(graded):
     r = graded["rows"]["exits_in_answer"]
     assert (r.status, r.score) == ("kernel-died", 2), r.detail
     notes = " ".join(result_of(graded, "exits_in_answer")["notes"])
-    assert "died while it ran your answer cell ex_pair_mul" in notes
+    assert "stopped while it ran your answer cell ex_pair_mul" in notes
 
 
 def test_every_deadly_cell_is_skipped_in_turn_never_rerun(graded):
     r = graded["rows"]["segfault_in_both_tests"]
     assert (r.status, r.score) == ("kernel-died", 0), r.detail
     notes = result_of(graded, "segfault_in_both_tests")["notes"]
-    died = [note for note in notes if note.startswith("The kernel died")]
+    died = [note for note in notes if note.startswith("Grading stopped while")]
     assert len(died) == 2 <= MAX_DEADLY_CELLS
     assert "test_pair_add" in died[0] and "test_pair_mul" in died[1]
-
-
-def test_digest_ignores_surrounding_white_space_only():
-    assert cell_marks.digest("x = 1\n") == cell_marks.digest("  x = 1")
-    assert cell_marks.digest("x = 1") != cell_marks.digest("x = 2")

@@ -21,7 +21,7 @@ from autograder.pipeline.job import Limits
 
 FIXTURES = Path(__file__).parent / "fixtures"
 GOOD = "def add(a, b):\n    return b + a"
-LIMITS = Limits(cell_timeout_s=8, memory_mb=800, job_timeout_s=120)
+LIMITS = Limits(cell_timeout_s=30, memory_mb=800, job_timeout_s=240)
 
 # Each answer cell is the student's whole cell for ex_tiny_add.
 ANSWERS = {
@@ -170,8 +170,7 @@ def test_missing_submission_is_not_submitted(graded):
 def test_sandbox_blocks_reading_solutions_gradebook_and_other_students(graded):
     assert row(graded, "hostile") == ("graded", 2), graded["rows"]["hostile"].detail
     assert not (graded["root"] / "escaped.txt").exists()
-    own = graded["out"] / "jobs/hostile/99_tiny/course/autograded/hostile/99_tiny/mine.txt"
-    assert own.read_text() == "own folder is writable"
+    assert not list(graded["root"].rglob("mine.txt")), "nothing the sandbox writes reaches the host"
 
 
 def page_text(path: Path) -> str:

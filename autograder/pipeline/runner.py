@@ -1,0 +1,231 @@
+"""Run one submitted notebook inside the grading sandbox and report each cell, signed.
+
+Started by :mod:`autograder.pipeline.execute` as ``python -m autograder.pipeline.runner`` inside
+bubblewrap. Standard input carries the plan (JSON): the run's key, the cells to run in order
+(the student's cells, and each test cell as the gradebook holds it, hidden tests included) and
+the lesson's trusted imports. Standard output carries signed events
+(:mod:`autograder.pipeline.channel`): ``ready``, then ``start`` and ``end`` for each cell, then
+``done``.
+
+Before any student code runs, the runner imports the lesson's checks, compiles every cell,
+remembers the grader's names (:func:`~autograder.pipeline.seal.integrity_check`), hides signal
+handlers, makes itself unreadable to other processes and adds the audit hook
+(:func:`~autograder.pipeline.seal.make_audit_hook`). Test cells run with the lesson's imports
+bound again from the runner's own references, so a notebook that rebinds ``anatomy`` or
+``check_counter`` in its globals grades the real check; a test passes only when it raised
+nothing, the grader's names were intact before and after it, and no escape hatch was tried
+since the previous test. This is plain Python, not an IPython kernel: no input or AST
+transformers exist for a cell to install.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import io
+import json
+import os
+import sys
+import types
+
+from autograder.pipeline import magics
+
+WORKDIR = "/tmp/work"
+MAX_TEXT = 100_000
+"""Characters of stdout, stderr or a result kept per cell (the rest is cut)."""
+MAX_FIGURES = 4
+"""Figures kept per cell."""
+
+
+def _compile_cell(source: str, filename: str):
+    """(body code, last-expression code or None, syntax error text or None)."""
+    try:
+        tree = ast.parse(magics.to_python(source), filename, "exec")
+    except SyntaxError as exc:
+        return None, None, f"SyntaxError: {exc.msg} (line {exc.lineno})"
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = compile(ast.Expression(tree.body.pop().value), filename, "eval")
+    return compile(tree, filename, "exec"), last, None
+
+
+def _where(tb, cell_names: dict, _getattr=getattr) -> str:
+    """The student's cell and line a traceback passed through last, as ``In [N], line L``."""
+    found = ""
+    while tb is not None:
+        name = cell_names.get(tb.tb_frame.f_code.co_filename)
+        if name:
+            found = f"{name}, line {tb.tb_lineno}"
+        tb = tb.tb_next
+    return found
+
+
+def _describe(exc: BaseException, cell_names: dict, _type=type, _str=str,
+              _where=None) -> dict:
+    try:
+        value = _str(exc)
+    except BaseException:  # noqa: BLE001 - a student's __str__ may raise anything
+        value = "(the error's message could not be shown)"
+    try:
+        where = _where(exc.__traceback__, cell_names)
+    except BaseException:  # noqa: BLE001
+        where = ""
+    exc.__traceback__ = None
+    return {"ename": _type(exc).__name__, "evalue": value[:MAX_TEXT], "where": where}
+
+
+def main() -> None:  # noqa: PLR0915 - one straight sequence, kept together on purpose
+    """Read the plan, seal the grader, run every cell and report; never returns."""
+    raw = sys.stdin.buffer.read()
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    plan = json.loads(raw)
+    del raw
+    from autograder.pipeline import channel
+
+    channel_fd = os.dup(1)
+    os.dup2(devnull, 1)
+    send = channel.make_sender(channel_fd, bytes.fromhex(plan.pop("key")))
+
+    os.makedirs(WORKDIR, exist_ok=True)
+    os.chdir(WORKDIR)
+    sys.path.insert(0, WORKDIR)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    preload: dict = {}
+    for statement in plan["preload"]:
+        exec(compile(statement, "<grader imports>", "exec"), preload)  # noqa: S102
+    preload = {k: v for k, v in preload.items() if not k.startswith("__")}
+
+    import autograder.harness  # noqa: F401 - imported so that it is sealed with the rest
+    from autograder.checks import report
+    from autograder.pipeline import kernel_guard, seal
+
+    figures: list[bytes] = []
+    report.FIGURE_SINK = figures.append
+    kernel_guard.install()
+
+    cells = plan["cells"]
+    cell_names: dict[str, str] = {}
+    test_files: list[str] = []
+    compiled = []
+    count = 0
+    for index, cell in enumerate(cells):
+        if cell["kind"] == "test":
+            filename = f"<grader test {index}>"
+            test_files.append(filename)
+        else:
+            count += 1
+            filename = f"<cell {index}>"
+            cell_names[filename] = cell.get("label") or f"In [{count}]"
+        compiled.append(_compile_cell(cell["source"], filename))
+
+    seal.make_undumpable()
+    seal.hide_signal_handlers()
+    integrity = seal.integrity_check(seal.protected_modules())
+    attempts: list[str] = []
+    sys.addaudithook(seal.make_audit_hook(seal.trusted_roots(), test_files, attempts))
+
+    notebook = types.ModuleType("__main__")
+    notebook.__dict__["__builtins__"] = builtins
+    shell = magics.GradingShell(notebook.__dict__)
+    notebook.__dict__["get_ipython"] = lambda: shell
+    sys.modules["__main__"] = notebook
+    namespace = notebook.__dict__
+    try:
+        _run(cells, compiled, namespace, preload, integrity, attempts, figures, cell_names, send)
+    except BaseException:  # noqa: BLE001 - the runner's own failure, for the grader's log
+        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+        import traceback
+
+        traceback.print_exc()
+        os._exit(70)
+    send({"t": "done"})
+    os._exit(0)
+
+
+def _run(cells, compiled, namespace, preload, integrity, attempts, figures, cell_names, send,
+         _dict=dict, _sys=sys, _list=list, _bytes=bytes, _builtins=builtins,
+         _capture=io.StringIO, _execute=None, _text=None) -> None:
+    """Run every cell in order, sending ``start`` and ``end`` events.
+
+    Every reference is a local or a default argument taken before student code ran: student
+    code can reach the runner's module (through the objects it hands out), so nothing here
+    looks a global up once the first cell has run.
+    """
+    since_last_test: list[str] = []
+    for index, cell in enumerate(cells):
+        send({"t": "start", "cell": index})
+        out, err = _capture(), _capture()
+        _sys.stdout, _sys.stderr = out, err
+        figures.clear()
+        event = {"t": "end", "cell": index, "error": None, "result": None, "tamper": [],
+                 "integrity": []}
+        body, last, syntax_error = compiled[index]
+        if cell.get("skip") == "died":
+            event["error"] = {"ename": "KernelDiedInThisCell", "where": "", "evalue": (
+                f"{cell.get('skip_reason') or 'the process died'} while it ran this cell in an "
+                "earlier run of this notebook, so it scores as an error")}
+        elif cell.get("skip") == "timeout":
+            event["error"] = {"ename": "CellTimeoutError", "where": "", "evalue": (
+                "in an earlier run of this notebook this cell did not finish within the time "
+                "limit (a deadlock?), so it scores as an error")}
+        elif syntax_error is not None:
+            name, _, message = syntax_error.partition(": ")
+            event["error"] = {"ename": name, "evalue": message, "where": ""}
+        elif cell["kind"] == "test":
+            before = integrity()
+            if before:
+                event["integrity"] = before
+            else:
+                scope = _dict(namespace)
+                scope.update(preload)
+                scope["__builtins__"] = _builtins
+                event["error"], event["result"] = _execute(body, last, scope, cell_names)
+                for key, value in scope.items():
+                    if key not in namespace and key not in preload:
+                        namespace[key] = value
+                event["integrity"] = integrity()
+        else:
+            event["error"], event["result"] = _execute(body, last, namespace, cell_names)
+        _sys.stdout, _sys.stderr = _sys.__stdout__, _sys.__stderr__
+        since_last_test.extend(attempts)
+        event["tamper"] = _list(attempts)
+        attempts.clear()
+        if cell["kind"] == "test":
+            event["tamper_before"] = _list(since_last_test)
+            since_last_test.clear()
+        event["out"], event["err"] = _text(out), _text(err)
+        event["figures"] = [_bytes(f) for f in figures[:MAX_FIGURES]]
+        send(event)
+
+
+def _captured(stream: io.StringIO) -> str:
+    """What a cell wrote to a stream, cut at :data:`MAX_TEXT` characters."""
+    text = stream.getvalue()
+    return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + "\n... (output cut)\n"
+
+
+def _execute(body, last, scope: dict, cell_names: dict, _exec=exec, _eval=eval,
+             _repr=repr, _base=BaseException, _describe=None):
+    """Run one compiled cell in ``scope``: (error or None, repr of the last expression or None)."""
+    try:
+        if body is not None:
+            _exec(body, scope)
+        if last is not None:
+            value = _eval(last, scope)
+            if value is not None:
+                return None, _repr(value)[:MAX_TEXT]
+        return None, None
+    except _base as exc:  # noqa: BLE001 - a cell's failure of any kind is its own outcome
+        return _describe(exc, cell_names), None
+
+
+# Bind the helpers as default arguments once, at import, before any student code runs.
+_describe.__defaults__ = (type, str, _where)
+_execute.__defaults__ = (exec, eval, repr, BaseException, _describe)
+_run.__defaults__ = (dict, sys, list, bytes, builtins, io.StringIO, _execute, _captured)
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,290 @@
+"""Inside the grading sandbox: what graded code may not touch, and noticing when it tried.
+
+Student code runs in the same process as the checks that grade it (the checks call it from
+their own threads), so the runner (:mod:`autograder.pipeline.runner`) protects the checks in
+two ways before the first student cell runs:
+
+- :func:`integrity_check` remembers every name the graders depend on (the ``autograder`` modules,
+  their classes and functions' code, the threading primitives, clocks and trace hooks, the
+  builtins, ``sys.modules``) and names each one that was replaced since. The runner asks before
+  and after every test cell; a replaced name makes that test fail as ``tampered``.
+- :func:`make_audit_hook` builds a PEP 578 audit hook (it cannot be removed once added) that
+  refuses the introspection escape hatches to code compiled from the notebook: frame objects
+  (``sys._getframe``, ``inspect.currentframe``, ``tb_frame``, ``gi_frame``...), object-graph
+  walks (``gc.get_objects``/``get_referrers``/``get_referents``), ``ctypes``, trace and profile
+  hooks other than the harness's, audit hooks of its own, new code objects, code compiled under
+  the grader's file names, writes to the grader's functions, and process memory
+  (``/proc/*/mem``). A refused call raises :class:`TamperingError` in the student's code and is
+  recorded, so the exercise scores 0 as ``tampered`` even when the student catches the error.
+  The hook takes every reference it uses when it is made (default arguments), so rebinding a
+  module global or a builtin later does not change its judgement.
+
+What this does not close (stated in the README's threat model): a path to the runner's frames
+that no audit event covers, or a grader global replaced while a check runs and restored before
+the check returns. The OS sandbox, not this module, keeps other students' grades and files out
+of reach.
+"""
+
+from __future__ import annotations
+
+import _thread
+import builtins
+import os
+import re
+import sys
+import sysconfig
+import types
+from collections.abc import Callable, Iterable
+
+from autograder.pipeline.kernel_guard import PROTECTED, TamperingError
+
+_FRAME_EVENTS = frozenset({"sys._getframe", "sys._current_frames"})
+_FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"})
+_FUNCTION_FIELDS = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
+_BLOCKED_MODULES = frozenset({"ctypes", "_ctypes", "cffi", "_cffi_backend", "_testcapi",
+                              "_testinternalcapi", "_xxsubinterpreters", "_signal"})
+_STUDENT_REFUSED = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents",
+                              "code.__new__", "sys.addaudithook", "sys.settrace",
+                              "sys.setprofile"})
+_WATCHED = (_FRAME_EVENTS | _STUDENT_REFUSED
+            | frozenset({"open", "import", "object.__setattr__", "compile", "os.symlink"}))
+_MEMORY_FILE = re.compile(r"(^|/)(mem|pagemap)$")
+
+# Library functions that return frames to their caller: a frame event they raise is judged by
+# who called them.
+_FRAME_RETURNING = (
+    ("inspect", "currentframe"), ("inspect", "stack"), ("inspect", "trace"),
+    ("inspect", "getouterframes"), ("inspect", "getinnerframes"),
+    ("traceback", "walk_stack"), ("traceback", "walk_tb"), ("logging", "currentframe"),
+    ("tensorflow.python.util.tf_inspect", "currentframe"),
+    ("tensorflow.python.util.tf_inspect", "stack"),
+)
+
+
+def trusted_roots() -> tuple[str, ...]:
+    """Folders whose code is the grader's or an installed library's (not the student's)."""
+    paths = sysconfig.get_paths()
+    roots = {paths["stdlib"], paths["platstdlib"], paths["purelib"], paths["platlib"],
+             os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
+    roots.update(p for p in sys.path if p.endswith(("site-packages", "dist-packages")))
+    roots |= {os.path.realpath(r) for r in roots}
+    return tuple(sorted(os.path.join(r, "") for r in roots))
+
+
+def integrity_check(modules: dict[str, Iterable[str] | None]) -> Callable[[], list[str]]:
+    """Remember the grader's names now; return a function naming each one replaced since.
+
+    The returned function keeps what it remembers in its closure and takes every reference it
+    uses as a default argument, so neither a rebound global nor a patched class can change its
+    answer.
+
+    Args:
+        modules: Module name -> the names to remember in it (None: every name, with every
+            class the module defines); classes among the names are remembered with their
+            attributes. The builtins and the modules' places in ``sys.modules`` are too.
+    """
+    entries: list[tuple[str, object, str, object]] = []
+    functions: list[tuple[str, types.FunctionType, types.CodeType]] = []
+    remembered: list[tuple[str, object]] = []
+    seen: set[int] = set()
+
+    def remember(label: str, namespace, keys: Iterable[str] | None, *, classes: bool) -> None:
+        if id(namespace) in seen:
+            return
+        seen.add(id(namespace))
+        for key in list(namespace) if keys is None else keys:
+            if key not in namespace:
+                continue
+            value = namespace[key]
+            entries.append((f"{label}.{key}", namespace, key, value))
+            if isinstance(value, types.FunctionType):
+                functions.append((f"{label}.{key}", value, value.__code__))
+            if classes and isinstance(value, type) and not _is_builtin_type(value):
+                remember(f"{label}.{key}", value.__dict__, None, classes=False)
+
+    for name, keys in modules.items():
+        module = sys.modules.get(name)
+        if module is not None:
+            remembered.append((name, module))
+            remember(name, module.__dict__, keys, classes=True)
+    remember("builtins", builtins.__dict__, None, classes=False)
+
+    def problems(_missing: object = object(), _modules: dict = sys.modules,
+                 _entries=tuple(entries), _functions=tuple(functions),
+                 _remembered=tuple(remembered)) -> list[str]:
+        found = []
+        for name, module in _remembered:
+            if _modules.get(name) is not module:
+                found.append(f"the module {name} was replaced in sys.modules")
+        for label, namespace, key, original in _entries:
+            if namespace.get(key, _missing) is not original:
+                found.append(f"{label} was replaced")
+        for label, function, code in _functions:
+            if function.__code__ is not code:
+                found.append(f"the code of {label} was replaced")
+        return found
+
+    return problems
+
+
+def make_audit_hook(roots: tuple[str, ...], trusted_files: Iterable[str],
+                    attempts: list[str]) -> Callable[[str, tuple], None]:
+    """The audit hook that refuses the escape hatches to graded code.
+
+    Args:
+        roots: Folders of trusted code (see :func:`trusted_roots`).
+        trusted_files: Code file names of the grader's own cells (the test cells).
+        attempts: Where each refused attempt is described.
+
+    Returns:
+        A function for ``sys.addaudithook``.
+    """
+    pass_through = frozenset(_frame_returning_codes())
+    library = os.path.dirname(os.__file__)
+    relays = tuple(os.path.join(library, name, "") for name in ("ctypes", "importlib"))
+    trusted_files = frozenset(trusted_files)
+    busy: set[int] = set()
+    import threading
+
+    def trusted(filename: str, _roots=roots, _files=trusted_files) -> bool:
+        return (filename.startswith(_roots) or filename in _files
+                or filename.startswith("<frozen "))
+
+    def asker(frame, _relays=relays, _pass=pass_through):
+        """The frame that asked: library functions that only relay the request are skipped."""
+        while frame is not None and (frame.f_code in _pass
+                                     or frame.f_code.co_filename.startswith(_relays)
+                                     or frame.f_code.co_filename.startswith("<frozen importlib")):
+            frame = frame.f_back
+        return frame
+
+    def judge(event: str, args: tuple, frame, _str=str, _bytes=bytes,
+              _isinstance=isinstance, _function=types.FunctionType, _getattr=getattr,
+              _threading=threading, _gettrace=sys.gettrace, _getprofile=sys.getprofile,
+              ) -> str | None:
+        caller_trusted = trusted(frame.f_code.co_filename)
+        if event == "open" or event == "os.symlink":
+            path = args[0]
+            if _isinstance(path, _bytes):
+                path = path.decode("utf-8", "replace")
+            if _isinstance(path, _str) and (_MEMORY_FILE.search(path) or (
+                    event == "os.symlink" and "/proc" in path)):
+                return f"opening {path}" if event == "open" else f"a link to {path}"
+            return None
+        if event in _FRAME_EVENTS or event == "object.__getattr__" \
+                or event.startswith("ctypes.") or event == "import":
+            if event == "import" and args[0] not in _BLOCKED_MODULES:
+                return None
+            who = asker(frame)
+            if who is None or trusted(who.f_code.co_filename):
+                return None
+            if event == "object.__getattr__":
+                return f"reading .{args[1]}"
+            return f"import {args[0]}" if event == "import" else event
+        if event == "object.__setattr__":
+            target, name = args[0], args[1]
+            if (not caller_trusted and name in _FUNCTION_FIELDS
+                    and _isinstance(target, _function)
+                    and trusted(target.__code__.co_filename)):
+                return f"changing {target.__qualname__}.{name}"
+            return None
+        if event == "compile":
+            filename = args[1] if _isinstance(args[1], _str) else ""
+            if not caller_trusted and trusted(filename):
+                return f"compiling code under the grader's file name {filename}"
+            return None
+        if event in ("sys.settrace", "sys.setprofile"):
+            if not caller_trusted:
+                # CPython itself clears a trace function that raised, with the traced frame
+                # innermost: allowed only while the function being cleared is the harness's.
+                current = _gettrace() if event == "sys.settrace" else _getprofile()
+                code = _getattr(current, "__code__", None)
+                if code is None or not trusted(code.co_filename):
+                    return event
+            for name in ("_trace_hook", "_profile_hook"):
+                hook = _getattr(_threading, name, None)
+                code = _getattr(hook, "__code__", None)
+                if hook is not None and (code is None or not trusted(code.co_filename)):
+                    return f"a thread {name.strip('_').replace('_', ' ')} of graded code"
+            return None
+        if not caller_trusted:  # object walks, new code objects, audit hooks of its own
+            return event
+        return None
+
+    def hook(event: str, args: tuple, _watched=_WATCHED, _frame_attributes=_FRAME_ATTRIBUTES,
+             _ident=_thread.get_ident, _getframe=sys._getframe, _attempts=attempts,
+             _error=TamperingError) -> None:
+        if event not in _watched and not event.startswith("ctypes."):
+            if event != "object.__getattr__" or args[1] not in _frame_attributes:
+                return
+        me = _ident()
+        if me in busy:
+            return
+        busy.add(me)
+        try:
+            refusal = judge(event, args, _getframe(1))
+        finally:
+            busy.discard(me)
+        if refusal:
+            if os.environ.get("RACELAB_AUDIT_DEBUG"):
+                import traceback
+                traceback.print_stack(file=sys.__stderr__)
+            _attempts.append(refusal)
+            raise _error(f"{refusal} is not allowed in graded code: it can reach or change "
+                         "the grader")
+
+    return hook
+
+
+def _frame_returning_codes() -> list[types.CodeType]:
+    codes = []
+    for module_name, name in _FRAME_RETURNING:
+        module = sys.modules.get(module_name)
+        code = getattr(getattr(module, name, None), "__code__", None)
+        if code is not None:
+            codes.append(code)
+    return codes
+
+
+def _is_builtin_type(cls: type) -> bool:
+    return cls.__module__ == "builtins" or not any(
+        isinstance(v, types.FunctionType) for v in vars(cls).values())
+
+
+def protected_modules() -> dict[str, tuple[str, ...] | None]:
+    """What :func:`integrity_check` remembers: every name of the grader's modules, and the
+    primitives, clocks and trace hooks of the standard library that the harness relies on."""
+    grader: dict[str, tuple[str, ...] | None] = {
+        name: None for name in sys.modules
+        if name.startswith(("autograder.harness", "autograder.checks", "autograder.pipeline"))
+        or name in ("autograder", "autograder.lesson")}
+    return {**grader, **{name: tuple(names) for name, names in PROTECTED.items()},
+            "concurrent.futures": ("ThreadPoolExecutor",)}
+
+
+def hide_signal_handlers() -> None:
+    """Refuse new Python signal handlers: a handler is called with the interrupted frame."""
+    import _signal
+    import signal
+
+    def refuse(*_args: object, **_kwargs: object) -> None:
+        raise TamperingError("installing a signal handler is not allowed in graded code")
+
+    safe = types.ModuleType("_signal")
+    for key, value in vars(_signal).items():
+        if key not in ("signal", "set_wakeup_fd"):
+            setattr(safe, key, value)
+    safe.signal = safe.set_wakeup_fd = refuse
+    sys.modules["_signal"] = safe
+    vars(signal)["_signal"] = safe
+    vars(signal)["signal"] = refuse
+    vars(signal)["set_wakeup_fd"] = refuse
+
+
+def make_undumpable() -> None:
+    """Forbid other processes of the sandbox to read this one's memory (``PR_SET_DUMPABLE``)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    pr_set_dumpable = 4
+    libc.prctl(pr_set_dumpable, 0, 0, 0, 0)

@@ -1,0 +1,192 @@
+"""The attack corpus: answer cells a determined student might submit to raise their own grade.
+
+Every attack answers the counter exercise with a racy counter (which scores 0 when the grader
+holds) and adds one attack; the add exercise is answered correctly, so an attack that works
+only on its own exercise cannot cost the student more than that exercise. Each entry is
+``(answer source, statuses it may get)``.
+"""
+
+RACY = """
+class SafeCounter:
+    def __init__(self):
+        self._count = 0
+
+    def increment(self, by=1):
+        self._count += by
+
+    def take(self):
+        count, self._count = self._count, 0
+        return count
+"""
+
+NOOP = "lambda *args, **kwargs: None"
+
+TAMPERED = ("tampered",)
+# Attacks that only break the student's own cell: the grader scores them 0 as an error.
+FAILS = ("graded", "tampered")
+
+ATTACKS: dict[str, tuple[str, tuple[str, ...]]] = {
+    # 1. Rebinding the checks and the harness.
+    "rebind_check_in_module": (f"anatomy.check_counter = {NOOP}", TAMPERED),
+    "rebind_check_in_globals": (
+        f"import types\nanatomy = types.SimpleNamespace(check_counter={NOOP})", FAILS),
+    "rebind_check_in_sys_modules": (
+        "import sys, types\nfake = types.ModuleType('autograder.checks.anatomy')\n"
+        f"fake.check_counter = {NOOP}\nsys.modules['autograder.checks.anatomy'] = fake\n"
+        "import autograder.checks\nautograder.checks.anatomy = fake", TAMPERED),
+    "rebind_check_through_vars": (f"vars(anatomy)['check_counter'] = {NOOP}", TAMPERED),
+    "rebind_require_ok": (f"anatomy.require_ok = {NOOP}", TAMPERED),
+    "rebind_harness_explore": (
+        "import autograder.harness as harness\n"
+        "from autograder.harness import exploration\n"
+        "real = exploration.explore\n"
+        "def explore(*args, **kwargs):\n"
+        "    result = real(*args, **kwargs)\n"
+        "    object.__setattr__(result, 'verdict', 'pass')\n"
+        "    return result\n"
+        "exploration.explore = explore\nvars(harness)['explore'] = explore", TAMPERED),
+    "replace_check_code": (
+        f"anatomy.check_counter.__code__ = ({NOOP}).__code__", TAMPERED),
+    "patch_builtins": (
+        "import builtins\nbuiltins.AssertionError = type('AssertionError', (Exception,), {})\n"
+        "builtins.isinstance = lambda *a: True", TAMPERED),
+    "patch_builtins_exec": ("import builtins\nbuiltins.exec = lambda *a, **k: None", TAMPERED),
+    "patch_the_seal": (
+        "import autograder.pipeline.seal as seal\n"
+        "seal.integrity_check = lambda *a, **k: (lambda: [])", TAMPERED),
+    # 2. Rewriting later cells at run time.
+    "ipython_input_transformer": (
+        "get_ipython().input_transformers_cleanup.append(lambda lines: ['pass\\n'])", FAILS),
+    "ipython_ast_transformer": (
+        "import ast\nfrom IPython import get_ipython\n"
+        "class Gut(ast.NodeTransformer):\n"
+        "    def visit_Module(self, node):\n"
+        "        return ast.Module(body=[], type_ignores=[])\n"
+        "get_ipython().ast_transformers.append(Gut())", FAILS),
+    # 3. Reaching the runner's frames, objects or memory.
+    "walk_frames_with_getframe": (
+        "import sys\nframe = sys._getframe()\nwhile frame.f_back is not None:\n"
+        "    frame = frame.f_back\nframe.f_locals.clear()", TAMPERED),
+    "walk_frames_with_inspect": (
+        "import inspect\nfor info in inspect.stack():\n    info.frame.f_locals.get('send')",
+        TAMPERED),
+    "frames_through_a_traceback": (
+        "try:\n    raise ValueError\nexcept ValueError as exc:\n"
+        "    runner = exc.__traceback__.tb_frame.f_back", TAMPERED),
+    "frames_through_a_generator": (
+        "def gen():\n    yield 1\nframe = gen().gi_frame", TAMPERED),
+    "gc_walk_for_the_key": (
+        "import gc\nkeys = [o for o in gc.get_objects() if isinstance(o, bytes) "
+        "and len(o) == 32]", TAMPERED),
+    "gc_referrers": ("import gc\ngc.get_referrers(anatomy.check_counter)", TAMPERED),
+    "ctypes_memory_read": (
+        "import ctypes\nctypes.string_at(id(anatomy), 64)", TAMPERED),
+    "proc_self_mem": ("open('/proc/self/mem', 'rb').read(1)", TAMPERED),
+    "proc_mem_through_a_link": (
+        "import os\nos.symlink('/proc/self/mem', 'innocent')\nopen('innocent', 'rb')", TAMPERED),
+    "own_trace_function": ("import sys\nsys.settrace(lambda *a: None)", TAMPERED),
+    "own_thread_trace_function": (
+        "import threading, sys\nthreading.settrace(lambda *a: None)\n"
+        "t = threading.Thread(target=lambda: None)\nt.start()\nt.join()", TAMPERED),
+    "signal_handler_frames": (
+        "import signal\nsignal.signal(signal.SIGALRM, lambda signum, frame: None)", FAILS),
+    "own_audit_hook": (
+        "import sys\nsys.addaudithook(lambda event, args: None)", TAMPERED),
+    "forged_code_object": (
+        "code = compile('x = 1', anatomy.__file__, 'exec')", TAMPERED),
+    # 4. Forging the verdict.
+    "forged_report_lines": (
+        "import os\nfor fd in range(3, 40):\n"
+        "    try:\n        os.write(fd, b'00' * 32 + b' eyJ0IjogImRvbmUifQ==\\n')\n"
+        "    except OSError:\n        pass", TAMPERED),
+    "replace_threading_lock": (
+        "import threading\nclass Lock:\n    def __enter__(self): return self\n"
+        "    def __exit__(self, *a): pass\n    def acquire(self, *a, **k): return True\n"
+        "    def release(self): pass\nthreading.Lock = Lock", TAMPERED),
+    "background_thread_rebinds_later": (
+        "import threading, time\n"
+        "def later():\n    time.sleep(0.5)\n"
+        f"    anatomy.check_counter = {NOOP}\n"
+        "threading.Thread(target=later, daemon=True).start()\ntime.sleep(1)", TAMPERED),
+    # 5. Leaving the process: exits, signals, forks, memory, disk.
+    "system_exit_in_answer": ("raise SystemExit(0)", FAILS),
+    "system_exit_in_the_test": (
+        "class SafeCounter:\n    def __init__(self):\n        raise SystemExit(0)", FAILS),
+    "atexit_handler": (
+        "import atexit\natexit.register(lambda: print('test_guarded_counter passed'))", FAILS),
+    "os_exit": ("import os\nos._exit(0)", ("kernel-died",)),
+    "kill_every_process": ("import os, signal\nos.kill(-1, signal.SIGKILL)",
+                           ("kernel-died", "graded", "tampered")),
+    "bounded_fork_bomb": (
+        "import os, time\nfor _ in range(120):\n    if os.fork() == 0:\n"
+        "        time.sleep(30)\n        os._exit(0)\ntime.sleep(30)", ("kernel-died",)),
+    "memory_split_across_children": (
+        "import os, time\nfor _ in range(6):\n    if os.fork() == 0:\n"
+        "        hog = b'x' * (300 * 2**20)\n        time.sleep(30)\n        os._exit(0)\n"
+        "time.sleep(30)", ("kernel-died",)),
+    "memory_in_tmpfs": (
+        "import time\nwith open('/tmp/fill', 'wb') as handle:\n"
+        "    for _ in range(600):\n        handle.write(b'x' * 2**20)\n",
+        ("graded", "tampered", "kernel-died")),
+    "output_flood": ("for i in range(300_000):\n    print('flood', i)", FAILS),
+    # 6. Reading what the student must not see.
+    "read_hidden_tests_from_stdin": (
+        "import os, sys\nseen = sys.stdin.read() + os.read(0, 1 << 20).decode(errors='ignore')\n"
+        "if 'HIDDEN-MARKER' in seen:\n    exec(SOLUTION)", FAILS),
+    "read_environment_and_cmdline": (
+        "import os\nseen = str(dict(os.environ))\nfor pid in os.listdir('/proc'):\n"
+        "    try:\n        seen += open(f'/proc/{pid}/cmdline', 'rb').read().decode()\n"
+        "    except (OSError, ValueError):\n        pass\n"
+        "if 'HIDDEN-MARKER' in seen or 'solutions' in seen:\n    exec(SOLUTION)", FAILS),
+}
+
+# Attacks whose success cannot be seen from the grade alone: the test fixture plants files and
+# a listening socket, and the attack reports what it reached by passing when it reached any.
+PROBES = """
+import os, socket
+reached = []
+for path in PATHS:
+    try:
+        with open(path, 'rb') as handle:
+            handle.read(1)
+        reached.append(path)
+    except OSError:
+        pass
+for path in WRITES:
+    try:
+        with open(path, 'a') as handle:
+            handle.write('x')
+        reached.append('wrote ' + path)
+    except OSError:
+        pass
+for host, port in ADDRESSES:
+    try:
+        socket.create_connection((host, port), timeout=2).close()
+        reached.append(f'{host}:{port}')
+    except OSError:
+        pass
+reached += [name for _, name in socket.if_nameindex() if name != 'lo']
+for link, target in (('feedback.html', '/etc/passwd'), ('result.json', PATHS[0])):
+    try:
+        os.symlink(target, link)
+        os.mkfifo(link + '.fifo')
+    except OSError:
+        pass
+if reached:
+    exec(SOLUTION)
+"""
+
+SOLUTION = '''
+import threading
+class SafeCounter:
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._count = 0
+    def increment(self, by=1):
+        with self._lock:
+            self._count += by
+    def take(self):
+        with self._lock:
+            count, self._count = self._count, 0
+            return count
+'''
