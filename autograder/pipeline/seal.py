@@ -99,7 +99,7 @@ def integrity_check(modules: dict[str, Iterable[str] | None]) -> Callable[[], li
             entries.append((f"{label}.{key}", namespace, key, value))
             if isinstance(value, types.FunctionType):
                 functions.append((f"{label}.{key}", value, value.__code__))
-            if classes and isinstance(value, type) and not _is_builtin_type(value):
+            if classes and isinstance(value, type) and not _defines_no_functions(value):
                 remember(f"{label}.{key}", value.__dict__, None, classes=False)
 
     for name, keys in modules.items():
@@ -146,6 +146,8 @@ def make_audit_hook(roots: tuple[str, ...], trusted_files: Iterable[str],
     busy: set[int] = set()
     import threading
 
+    thread_globals = vars(threading)
+
     def trusted(filename: str, _roots=roots, _files=trusted_files) -> bool:
         return (filename.startswith(_roots) or filename in _files
                 or filename.startswith("<frozen "))
@@ -158,17 +160,42 @@ def make_audit_hook(roots: tuple[str, ...], trusted_files: Iterable[str],
             frame = frame.f_back
         return frame
 
-    def judge(event: str, args: tuple, frame, _str=str, _bytes=bytes,
-              _isinstance=isinstance, _function=types.FunctionType, _getattr=getattr,
-              _threading=threading, _gettrace=sys.gettrace, _getprofile=sys.getprofile,
-              ) -> str | None:
+    def code_of(function, _type=type, _function=types.FunctionType, _method=types.MethodType):
+        """A Python function's (or bound method's) code, read without running its code."""
+        if _type(function) is _method:
+            function = function.__func__
+        return function.__code__ if _type(function) is _function else None
+
+    def text(value, _type=type, _str=str, _bytes=bytes):
+        """``value`` as plain text when it is a string or bytes, else None; runs no code of
+        ``value``'s own (no ``__str__``, ``__fspath__`` or ``__class__`` is consulted)."""
+        if _type(value) is _str:
+            return value
+        try:
+            return _str.__str__(value)
+        except TypeError:
+            pass
+        try:
+            return _bytes.decode(value, "utf-8", "replace")
+        except TypeError:
+            return None
+
+    # The hook runs no code of the objects it is handed: exact type checks and C methods only,
+    # so a student's object cannot run while the hook is busy (and so not watching).
+    def judge(event: str, args: tuple, frame, _type=type, _int=int,
+              _function=types.FunctionType, _thread_globals=thread_globals,
+              _gettrace=sys.gettrace, _getprofile=sys.getprofile,
+              _memory=_MEMORY_FILE) -> str | None:
         caller_trusted = trusted(frame.f_code.co_filename)
         if event == "open" or event == "os.symlink":
-            path = args[0]
-            if _isinstance(path, _bytes):
-                path = path.decode("utf-8", "replace")
-            if _isinstance(path, _str) and (_MEMORY_FILE.search(path) or (
-                    event == "os.symlink" and "/proc" in path)):
+            path = text(args[0])
+            if path is None:
+                who = asker(frame)
+                if _type(args[0]) is _int or (who is not None
+                                               and trusted(who.f_code.co_filename)):
+                    return None
+                return "opening a file through an object that is not a path string"
+            if _memory.search(path) or (event == "os.symlink" and "/proc" in path):
                 return f"opening {path}" if event == "open" else f"a link to {path}"
             return None
         if event in _FRAME_EVENTS or event == "object.__getattr__" \
@@ -184,12 +211,12 @@ def make_audit_hook(roots: tuple[str, ...], trusted_files: Iterable[str],
         if event == "object.__setattr__":
             target, name = args[0], args[1]
             if (not caller_trusted and name in _FUNCTION_FIELDS
-                    and _isinstance(target, _function)
+                    and _type(target) is _function
                     and trusted(target.__code__.co_filename)):
                 return f"changing {target.__qualname__}.{name}"
             return None
         if event == "compile":
-            filename = args[1] if _isinstance(args[1], _str) else ""
+            filename = text(args[1]) or ""
             if not caller_trusted and trusted(filename):
                 return f"compiling code under the grader's file name {filename}"
             return None
@@ -197,13 +224,12 @@ def make_audit_hook(roots: tuple[str, ...], trusted_files: Iterable[str],
             if not caller_trusted:
                 # CPython itself clears a trace function that raised, with the traced frame
                 # innermost: allowed only while the function being cleared is the harness's.
-                current = _gettrace() if event == "sys.settrace" else _getprofile()
-                code = _getattr(current, "__code__", None)
+                code = code_of(_gettrace() if event == "sys.settrace" else _getprofile())
                 if code is None or not trusted(code.co_filename):
                     return event
             for name in ("_trace_hook", "_profile_hook"):
-                hook = _getattr(_threading, name, None)
-                code = _getattr(hook, "__code__", None)
+                hook = _thread_globals.get(name)
+                code = code_of(hook)
                 if hook is not None and (code is None or not trusted(code.co_filename)):
                     return f"a thread {name.strip('_').replace('_', ' ')} of graded code"
             return None
@@ -226,9 +252,6 @@ def make_audit_hook(roots: tuple[str, ...], trusted_files: Iterable[str],
         finally:
             busy.discard(me)
         if refusal:
-            if os.environ.get("RACELAB_AUDIT_DEBUG"):
-                import traceback
-                traceback.print_stack(file=sys.__stderr__)
             _attempts.append(refusal)
             raise _error(f"{refusal} is not allowed in graded code: it can reach or change "
                          "the grader")
@@ -246,7 +269,7 @@ def _frame_returning_codes() -> list[types.CodeType]:
     return codes
 
 
-def _is_builtin_type(cls: type) -> bool:
+def _defines_no_functions(cls: type) -> bool:
     return cls.__module__ == "builtins" or not any(
         isinstance(v, types.FunctionType) for v in vars(cls).values())
 

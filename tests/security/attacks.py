@@ -90,6 +90,17 @@ ATTACKS: dict[str, tuple[str, tuple[str, ...]]] = {
         "t = threading.Thread(target=lambda: None)\nt.start()\nt.join()", TAMPERED),
     "signal_handler_frames": (
         "import signal\nsignal.signal(signal.SIGALRM, lambda signum, frame: None)", FAILS),
+    "trap_object_as_thread_hook": (
+        "import sys, threading\nclass Trap:\n    @property\n    def __code__(self):\n"
+        "        sys._getframe().f_back.f_locals.clear()\n        return None\n"
+        "    def __call__(self, *args):\n        return None\n"
+        "vars(threading)['_trace_hook'] = Trap()\n"
+        "t = threading.Thread(target=lambda: None)\nt.start()\nt.join()", TAMPERED),
+    "path_object_to_proc_mem": (
+        "import io\nclass Sneaky:\n    def __fspath__(self):\n        return '/proc/self/mem'\n"
+        "io.FileIO(Sneaky())", TAMPERED),
+    "str_subclass_path_to_proc_mem": (
+        "class Sneaky(str):\n    pass\nopen(Sneaky('/proc/self/mem'), 'rb')", TAMPERED),
     "own_audit_hook": (
         "import sys\nsys.addaudithook(lambda event, args: None)", TAMPERED),
     "forged_code_object": (
@@ -132,12 +143,12 @@ ATTACKS: dict[str, tuple[str, tuple[str, ...]]] = {
     # 6. Reading what the student must not see.
     "read_hidden_tests_from_stdin": (
         "import os, sys\nseen = sys.stdin.read() + os.read(0, 1 << 20).decode(errors='ignore')\n"
-        "if 'HIDDEN-MARKER' in seen:\n    exec(SOLUTION)", FAILS),
+        "if ('HIDDEN' + '-MARKER') in seen:\n    exec(SOLUTION)", FAILS),
     "read_environment_and_cmdline": (
         "import os\nseen = str(dict(os.environ))\nfor pid in os.listdir('/proc'):\n"
         "    try:\n        seen += open(f'/proc/{pid}/cmdline', 'rb').read().decode()\n"
         "    except (OSError, ValueError):\n        pass\n"
-        "if 'HIDDEN-MARKER' in seen or 'solutions' in seen:\n    exec(SOLUTION)", FAILS),
+        "if ('HIDDEN' + '-MARKER') in seen or 'solutions' in seen:\n    exec(SOLUTION)", FAILS),
 }
 
 # Attacks whose success cannot be seen from the grade alone: the test fixture plants files and
