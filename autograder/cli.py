@@ -70,7 +70,7 @@ def _grading_options(p: argparse.ArgumentParser) -> None:
 
 
 def _limits(args: argparse.Namespace):
-    from autograder.pipeline.job import Limits
+    from autograder.pipeline.spec import Limits
 
     return Limits(cell_timeout_s=args.cell_timeout, memory_mb=args.memory_mb,
                   sandbox=not args.no_sandbox)

@@ -27,7 +27,7 @@ sys.path.insert(0, str(REPO))
 from autograder.pipeline.course import make_course  # noqa: E402
 from autograder.pipeline.demo import make_submissions  # noqa: E402
 from autograder.pipeline.grade import grade_submissions  # noqa: E402
-from autograder.pipeline.job import JobResult  # noqa: E402
+from autograder.pipeline.spec import JobResult  # noqa: E402
 
 
 def plain_nbgrader(course_root: Path, submitted: Path, student: str) -> float:

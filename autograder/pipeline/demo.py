@@ -17,8 +17,8 @@ import nbformat
 
 from autograder.pipeline.course import Course, make_course
 from autograder.pipeline.grade import grade_submissions, print_table
-from autograder.pipeline.job import Limits
 from autograder.pipeline.source import Lesson, read_lesson
+from autograder.pipeline.spec import Limits
 
 _HEADER = re.compile(r"^# %% (?:(?P<action>edit|delete) )?(?P<grade_id>[a-z][a-z0-9_]*)\s*$")
 _BASE = re.compile(r"^# base: (?P<student>[A-Za-z0-9_-]+)\s*$")

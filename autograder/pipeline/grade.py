@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from autograder.pipeline.course import Course, nbgrader_environment
-from autograder.pipeline.job import Job, JobResult, Limits
+from autograder.pipeline.spec import Job, JobResult, Limits, Status
 
 
 @dataclass(frozen=True)
@@ -34,8 +34,7 @@ class GradeRow:
         assignment: The lesson's assignment name.
         score: Points earned.
         max_score: Points available.
-        status: graded, timeout, kernel-died, invalid-notebook, tampered, missing-cells or
-            not-submitted.
+        status: A :class:`~autograder.pipeline.spec.Status` value.
         detail: Points per test cell, then the first grader note when the status is not graded.
     """
 
@@ -86,7 +85,7 @@ def grade_submissions(submitted: Path, course: Course, out: Path, *, workers: in
             result = results.get((student, lesson.name))
             rows.append(_row(result) if result else
                         GradeRow(student, lesson.name, 0.0, _max_score(course, lesson.name),
-                                 "not-submitted", ""))
+                                 Status.NOT_SUBMITTED.value, ""))
     write_csv(rows, out / "grades.csv")
     _write_gradebook(course, out / "gradebook.db", results.values())
     _collect_feedback(jobs, results, out / "feedback")
@@ -163,18 +162,18 @@ def run_in_process(job: Job) -> JobResult:
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
-            return _failed(job, "timeout",
+            return _failed(job, Status.TIMEOUT,
                            f"grading this notebook took over {job.limits.job_timeout_s} s")
     result_file = workdir / "result.json"
     if process.returncode != 0 or not result_file.exists():
-        return _failed(job, "kernel-died",
+        return _failed(job, Status.KERNEL_DIED,
                        f"the grader crashed on this notebook (exit {process.returncode}); "
                        f"see {log}")
     return JobResult(**json.loads(result_file.read_text(encoding="utf-8")))
 
 
-def _failed(job: Job, status: str, reason: str) -> JobResult:
-    return JobResult(job.student, job.assignment, Path(job.submission).stem, status,
+def _failed(job: Job, status: Status, reason: str) -> JobResult:
+    return JobResult(job.student, job.assignment, Path(job.submission).stem, status.value,
                      detail=reason, notes=[reason])
 
 

@@ -89,7 +89,8 @@ def main() -> None:  # noqa: PLR0915 - one straight sequence, kept together on p
 
     os.makedirs(WORKDIR, exist_ok=True)
     os.chdir(WORKDIR)
-    sys.path.insert(0, WORKDIR)
+    # The notebook may import its own files, but never in place of a module the grader imports.
+    sys.path[:] = [p for p in sys.path if p not in ("", ".", WORKDIR, "/tmp")] + [WORKDIR]
     import matplotlib
 
     matplotlib.use("Agg")

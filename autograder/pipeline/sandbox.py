@@ -107,7 +107,8 @@ def runner_argv(env: dict[str, str], etc: Path, *, tmp_mb: int) -> list[str]:
         "--ro-bind", str(venv), str(venv),
         "--ro-bind", str(package), str(package),
         "--chdir", "/tmp",
-        str(venv / "bin" / "python"), "-I", "-m", "autograder.pipeline.runner",
+        "--setenv", "PYTHONPATH", str(package.parent),
+        str(venv / "bin" / "python"), "-s", "-P", "-m", "autograder.pipeline.runner",
     ]
     return argv
 

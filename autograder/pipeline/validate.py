@@ -18,7 +18,9 @@ from pathlib import Path
 import nbformat
 
 from autograder.pipeline.course import make_course
-from autograder.pipeline.job import Job, Limits, error_text, run_job
+from autograder.pipeline.feedback import error_text
+from autograder.pipeline.job import run_job
+from autograder.pipeline.spec import Job, Limits, Status
 
 STUDENT = "validate"
 """The student id the verdict's grading job runs under (as in ``racelab validate``)."""
@@ -123,7 +125,7 @@ def grade_notebook(notebook: Path, solutions: Path, *, sandbox: bool = True) -> 
         tests.append(CellVerdict(gid, float(score), float(points), reason,
                                  explanation if score != points else "",
                                  figures if score != points else []))
-    ok = result.status == "graded" and result.score == result.max_score
+    ok = result.status == Status.GRADED and result.score == result.max_score
     return Verdict(lesson_name, result.status, float(result.score), float(result.max_score), ok,
                    tests, list(result.notes))
 

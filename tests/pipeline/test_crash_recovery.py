@@ -15,7 +15,8 @@ import pytest
 from autograder.pipeline.course import make_course
 from autograder.pipeline.demo import fill_answers
 from autograder.pipeline.grade import grade_submissions
-from autograder.pipeline.job import MAX_DEADLY_CELLS, Limits
+from autograder.pipeline.job import MAX_DEADLY_CELLS
+from autograder.pipeline.spec import Limits
 
 FIXTURES = Path(__file__).parent / "fixtures"
 LIMITS = Limits(cell_timeout_s=8, memory_mb=800, job_timeout_s=300)

@@ -6,7 +6,7 @@ from pathlib import Path
 from autograder.pipeline.course import make_course, nbgrader_environment
 from autograder.pipeline.exchange import collect, release
 from autograder.pipeline.grade import grade_submissions
-from autograder.pipeline.job import Limits
+from autograder.pipeline.spec import Limits
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

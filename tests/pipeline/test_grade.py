@@ -17,7 +17,7 @@ from autograder.pipeline import grade as grade_module
 from autograder.pipeline.course import make_course
 from autograder.pipeline.demo import fill_answers, make_submissions, read_answers
 from autograder.pipeline.grade import grade_submissions
-from autograder.pipeline.job import Limits
+from autograder.pipeline.spec import Limits
 
 FIXTURES = Path(__file__).parent / "fixtures"
 GOOD = "def add(a, b):\n    return b + a"

@@ -19,7 +19,7 @@ import pytest
 from autograder.pipeline.course import make_course
 from autograder.pipeline.demo import fill_answers
 from autograder.pipeline.grade import grade_submissions
-from autograder.pipeline.job import Limits
+from autograder.pipeline.spec import Limits
 from tests.security.attacks import ATTACKS, PROBES, RACY, SOLUTION
 
 pytestmark = pytest.mark.timeout(1800)

@@ -1,0 +1,194 @@
+"""A submission's graded cells against the release, and the plan the runner executes.
+
+The release notebook says which cells are graded (:class:`Structure`): answer cells, and test
+cells with their points. :func:`check_cells` compares a submission with it (deleted, retyped,
+duplicated, edited or re-pointed graded cells, cells that claim points the lesson never gave),
+and :func:`make_plan` lists what the runner runs: the student's code cells in their order, and
+each test cell as the gradebook's source notebook holds it, hidden tests included.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+from nbgrader.utils import is_grade, is_solution
+
+from autograder.pipeline.spec import JobResult, Status, set_status
+
+#: Lesson imports the runner executes itself before any student code (the test cells' names).
+PRELOADED_PACKAGES = ("autograder", "tensorflow", "keras", "numpy", "matplotlib")
+
+
+@dataclass(frozen=True)
+class Structure:
+    """The release notebook's graded cells: tests with points, and which answers they grade.
+
+    Attributes:
+        tests: Test grade_id -> (source as released, points).
+        answers: Answer grade_id -> the test grade_ids that grade it (the tests up to and
+            including the next test cell after it).
+    """
+
+    tests: dict[str, tuple[str, float]]
+    answers: dict[str, list[str]]
+
+
+@dataclass
+class Plan:
+    """What the runner runs.
+
+    Attributes:
+        cells: Runner cells (``kind``, ``source``, ``label``, ``grade_id``; see
+            :func:`autograder.pipeline.execute.run_cells`).
+        positions: Runner cell -> index of that cell in the submitted notebook.
+        tests: Test grade_id -> its runner cell.
+    """
+
+    cells: list[dict]
+    positions: list[int]
+    tests: dict[str, int]
+
+
+def grade_id(cell: nbformat.NotebookNode) -> str | None:
+    """The cell's nbgrader grade_id, or None for a cell nbgrader does not track."""
+    return cell.metadata.get("nbgrader", {}).get("grade_id")
+
+
+def is_test(cell: nbformat.NotebookNode) -> bool:
+    """A graded cell that is not an answer: a test cell."""
+    return is_grade(cell) and not is_solution(cell)
+
+
+def structure(release: nbformat.NotebookNode) -> Structure:
+    """The graded cells of the release notebook."""
+    tests: dict[str, tuple[str, float]] = {}
+    answers: dict[str, list[str]] = {}
+    pending: list[str] = []
+    for cell in release.cells:
+        if is_solution(cell) and cell.cell_type == "code":
+            pending.append(grade_id(cell))
+            answers[grade_id(cell)] = []
+        elif is_test(cell):
+            tests[grade_id(cell)] = (cell.source, float(cell.metadata["nbgrader"]["points"]))
+            for answer in pending:
+                answers[answer].append(grade_id(cell))
+            pending = []
+    return Structure(tests, answers)
+
+
+def read_submission(path: Path) -> nbformat.NotebookNode:
+    """The submitted notebook, or ValueError saying why it is not a readable notebook."""
+    try:
+        if path.stat().st_size > 64 * 2**20:
+            raise ValueError("larger than 64 MB")
+        notebook = nbformat.read(path, as_version=4)
+        nbformat.validate(notebook)
+    except Exception as exc:  # noqa: BLE001 - any unreadable notebook gets the same status
+        raise ValueError(f"{path.name} is not a valid notebook ({type(exc).__name__}: "
+                         f"{str(exc).splitlines()[0] if str(exc) else ''})") from None
+    return notebook
+
+
+def check_cells(submitted: nbformat.NotebookNode, release: nbformat.NotebookNode,
+                 structure: Structure, result: JobResult) -> tuple[set[str], set[str]]:
+    """Compare the submission's graded cells with the release.
+
+    Returns:
+        The graded cells that are missing (deleted, or no longer code cells) and the grade ids
+        that appear more than once (their exercise scores 0).
+    """
+    released = {grade_id(c): c for c in release.cells if grade_id(c)}
+    seen: dict[str, int] = {}
+    retyped, edited, changed, unknown = [], [], [], []
+    for cell in submitted.cells:
+        gid = grade_id(cell)
+        if not gid:
+            continue
+        seen[gid] = seen.get(gid, 0) + 1
+        if gid not in released:
+            if cell.metadata.get("nbgrader", {}).get("grade"):
+                unknown.append(gid)
+            continue
+        if cell.cell_type != released[gid].cell_type:
+            retyped.append(gid)
+        elif gid in structure.tests and cell.source != structure.tests[gid][0]:
+            edited.append(gid)
+        if _grading_metadata(cell) != _grading_metadata(released[gid]):
+            changed.append(gid)
+    duplicated = {gid for gid, n in seen.items() if n > 1 and gid in released}
+    missing = {gid for gid in (*structure.tests, *structure.answers)
+               if gid not in seen or gid in retyped}
+    if missing:
+        set_status(result, Status.MISSING_CELLS)
+        result.notes.append("These graded cells were deleted and score 0: "
+                            + ", ".join(sorted(missing)))
+    findings = [("were turned into another kind of cell (they score 0)", retyped),
+                ("appear more than once (their exercise scores 0)", duplicated),
+                ("were edited; the grader ran them as the gradebook holds them", edited),
+                ("had their grading metadata changed (points, grade or solution flags); the "
+                 "gradebook's metadata was used", changed),
+                ("are not in the lesson but claim points (they were ignored)", unknown)]
+    for what, gids in findings:
+        if gids:
+            set_status(result, Status.TAMPERED)
+            names = ", ".join(sorted(set(gids)))
+            result.notes.append(f"These graded cells {what}: {names}")
+    return missing, duplicated
+
+
+def _grading_metadata(cell: nbformat.NotebookNode) -> dict:
+    meta = cell.metadata.get("nbgrader", {})
+    return {key: meta.get(key) for key in ("grade", "solution", "points", "grade_id", "locked",
+                                           "task")}
+
+
+def make_plan(submitted: nbformat.NotebookNode, graded: dict[str, str], structure: Structure,
+          missing: set[str]) -> Plan:
+    plan = Plan([], [], {})
+    count = 0
+    for position, cell in enumerate(submitted.cells):
+        if cell.cell_type != "code":
+            continue
+        count += 1
+        gid = grade_id(cell)
+        if gid in structure.tests:
+            if gid in plan.tests or gid in missing:
+                continue
+            plan.tests[gid] = len(plan.cells)
+            entry = {"kind": "test", "source": graded[gid], "label": gid, "grade_id": gid}
+        else:
+            kind = "answer" if gid in structure.answers else "code"
+            entry = {"kind": kind, "source": cell.source, "label": f"In [{count}]",
+                     "grade_id": gid}
+        plan.cells.append(entry)
+        plan.positions.append(position)
+    return plan
+
+
+def graded_sources(course: Path, assignment: str, notebook: str) -> dict[str, str]:
+    """Each test cell's source as the gradebook's source notebook holds it (hidden tests too)."""
+    source = nbformat.read(course / "source" / assignment / f"{notebook}.ipynb", as_version=4)
+    return {grade_id(c): c.source for c in source.cells if is_test(c)}
+
+
+def preload(release: nbformat.NotebookNode) -> list[str]:
+    """The import statements of the lesson's own cells that name the grader or TensorFlow."""
+    statements = []
+    for cell in release.cells:
+        if cell.cell_type != "code" or is_grade(cell) or is_solution(cell):
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if names and all(n.split(".")[0] in PRELOADED_PACKAGES for n in names):
+                statements.append(ast.unparse(node))
+    return list(dict.fromkeys(statements))
+
+

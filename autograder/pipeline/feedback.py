@@ -1,0 +1,144 @@
+"""What leaves the sandbox for the student: the executed notebook, feedback HTML, clean text.
+
+The runner's report is data; :func:`executed_notebook` turns it into the notebook nbgrader
+renders (each test cell as released, hidden tests removed, the outputs the run reported), and
+:func:`write_feedback` records the scores in the job's gradebook copy and renders nbgrader's
+feedback. :func:`scrub` removes grader and library frames, host paths and the runner's cell file
+names from anything the notebook printed or raised.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import nbformat
+
+import autograder
+from autograder.pipeline.cells import Plan, grade_id, is_test
+from autograder.pipeline.course import COURSE_ID, nbgrader_environment
+from autograder.pipeline.execute import Run
+from autograder.pipeline.spec import Job, JobResult
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS\n?", re.DOTALL)
+_PACKAGE_DIR = str(Path(autograder.__file__).resolve().parent.parent)
+
+
+_GRADER_FRAME = re.compile(
+    r'^\s*File "(?:' + "|".join(re.escape(p) for p in {sys.prefix, _PACKAGE_DIR, sys.base_prefix})
+    + r')[^"]*", line \d+, in .*\n(?:\s{4,}\S.*\n)?(?:\s*[~^]+\s*\n)?', re.MULTILINE)
+
+
+def scrub(text: str) -> str:
+    """Text from the sandbox without grader or library frames, host paths or runner names."""
+    text = _GRADER_FRAME.sub("", _ANSI.sub("", text))
+    for prefix in sorted({sys.prefix, _PACKAGE_DIR}, key=len, reverse=True):
+        text = text.replace(prefix + "/", "").replace(prefix, "")
+    return re.sub(r"<(cell|grader test) \d+>", "a cell", text)
+
+
+def executed_notebook(submitted: nbformat.NotebookNode, release: nbformat.NotebookNode,
+                       plan: Plan, run: Run) -> nbformat.NotebookNode:
+    """The submission with each test cell as released and every cell's outputs from the run."""
+    executed = nbformat.from_dict(json.loads(json.dumps(submitted)))
+    released = {grade_id(c): c for c in release.cells if is_test(c)}
+    for cell in executed.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+        gid = grade_id(cell)
+        if gid in released and cell.cell_type == "code":
+            cell.metadata["nbgrader"] = dict(released[gid].metadata["nbgrader"])
+    for index, position in enumerate(plan.positions):
+        cell = executed.cells[position]
+        if plan.cells[index]["kind"] == "test":
+            cell.source = _HIDDEN.sub("# (hidden tests ran here)\n", plan.cells[index]["source"])
+        cell.execution_count = index + 1
+        cell.outputs = _outputs(run.ended.get(index), index + 1)
+    return executed
+
+
+def _outputs(event: dict | None, count: int) -> list:
+    if event is None:
+        return []
+    outputs = []
+    for name in ("out", "err"):
+        if event.get(name):
+            outputs.append(nbformat.v4.new_output(
+                "stream", name="stdout" if name == "out" else "stderr", text=scrub(event[name])))
+    for png in event.get("figures", []):
+        if isinstance(png, bytes) and png.startswith(b"\x89PNG"):
+            outputs.append(nbformat.v4.new_output(
+                "display_data", data={"image/png": base64.b64encode(png).decode()}))
+    if event.get("result") is not None:
+        outputs.append(nbformat.v4.new_output(
+            "execute_result", data={"text/plain": scrub(event["result"])}, execution_count=count))
+    error = event.get("error")
+    if error:
+        lines = [f"{error.get('ename', 'Error')}: {error.get('evalue', '')}"]
+        if error.get("where"):
+            lines.append(f"(raised in {error['where']})")
+        outputs.append(nbformat.v4.new_output(
+            "error", ename=str(error.get("ename", "Error")),
+            evalue=scrub(str(error.get("evalue", ""))), traceback=[scrub(x) for x in lines]))
+    return outputs
+
+
+def _errors(cell: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
+    return [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+
+
+def error_text(cell: nbformat.NotebookNode) -> str:
+    """The last error a cell raised, as ``Name: message`` without terminal colours; or ""."""
+    errors = _errors(cell)
+    if not errors:
+        return ""
+    name, value = errors[-1].get("ename", ""), errors[-1].get("evalue", "")
+    return _ANSI.sub("", f"{name}: {value}" if value else name)
+
+
+def write_feedback(course: Path, job: Job, executed: nbformat.NotebookNode, autograded: Path,
+                    result: JobResult, workdir: Path) -> None:
+    """Record the scores in the job's gradebook copy and render nbgrader's feedback HTML."""
+    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config import Config
+
+    db_url = f"sqlite:///{course / 'gradebook.db'}"
+    with nbgrader_environment(), Gradebook(db_url) as gb:
+        gb.update_or_create_student(job.student)
+        gb.update_or_create_submission(job.assignment, job.student)
+        for gid, (score, _, _) in result.cells.items():
+            try:
+                grade = gb.find_grade(gid, result.notebook, job.assignment, job.student)
+            except MissingEntry:
+                continue
+            grade.auto_score = score
+            grade.manual_score = None
+            grade.needs_manual_grade = False
+        gb.db.commit()
+    if result.notes:
+        note = nbformat.v4.new_markdown_cell(
+            "**Grader notes**\n\n" + "\n".join(f"- {n}" for n in result.notes))
+        note.id = "racelab-grader-notes"
+        executed.cells.insert(0, note)
+    nbformat.write(executed, autograded)
+    cfg = Config()
+    cfg.CourseDirectory.root = str(course)
+    cfg.CourseDirectory.course_id = COURSE_ID
+    cfg.CourseDirectory.db_url = db_url
+    with nbgrader_environment():
+        api = NbGraderAPI(coursedir=CourseDirectory(config=cfg), config=cfg)
+        outcome = api.generate_feedback(job.assignment, job.student, force=True)
+    html = course / "feedback" / job.student / job.assignment / f"{result.notebook}.html"
+    if outcome["success"] and html.exists():
+        shutil.copyfile(html, workdir / "feedback.html")
+    else:
+        result.notes.append("feedback could not be generated")
+
+

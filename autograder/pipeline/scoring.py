@@ -1,0 +1,101 @@
+"""Scores from the runner's report: each test's points and reason, and the notebook's status.
+
+A test scores its points only when the runner reported it finished, raised nothing, found the
+grader's names intact and saw no escape hatch tried since the previous test
+(:func:`score_tests`); an answer cell that raised, timed out or tried to change the grader zeroes
+the tests that grade it (:func:`zero_broken_answers`).
+"""
+
+from __future__ import annotations
+
+from autograder.pipeline.cells import Plan, Structure
+from autograder.pipeline.execute import Run
+from autograder.pipeline.feedback import scrub
+from autograder.pipeline.spec import JobResult, Status, set_status
+
+TAMPER_PHRASE = "the race detector's own tools were replaced"
+"""Text the harness puts in a check's message when code under test replaced its tools."""
+
+
+def fail_whole(result: JobResult, structure: Structure, run: Run) -> None:
+    """Score every test 0: the notebook could not be run to the end (``run`` says why)."""
+    status = Status.TIMEOUT if run.stopped in ("timeout", "run-timeout") else Status.KERNEL_DIED
+    result.status = status.value if result.status != Status.TAMPERED else result.status
+    reason = run.reason or "the notebook could not be run"
+    result.notes.append(f"Grading stopped: {reason}. Every exercise of this notebook scores 0.")
+    result.cells = {gid: [0.0, pts, reason] for gid, (_, pts) in structure.tests.items()}
+    result.score = 0.0
+    result.detail = reason
+
+
+def _error_reason(error: dict) -> str:
+    text = f"{error.get('ename', '')}: {error.get('evalue', '')}".rstrip(": ")
+    where = f" ({error['where']})" if error.get("where") else ""
+    return scrub(text + where)
+
+
+def score_tests(plan: Plan, run: Run, structure: Structure,
+                 result: JobResult) -> dict[str, tuple]:
+    """Each test cell's (score, points, reason) from the runner's report of it."""
+    scores = {}
+    for gid, index in plan.tests.items():
+        points = structure.tests[gid][1]
+        event = run.ended.get(index)
+        tried = [*(event or {}).get("tamper_before", []), *(event or {}).get("tamper", [])]
+        if event is None:
+            scores[gid] = (0.0, points, "the test did not run to the end")
+        elif event.get("integrity") or tried:
+            set_status(result, Status.TAMPERED)
+            what = "; ".join([*event.get("integrity", []), *tried][:5])
+            scores[gid] = (0.0, points, f"tampered: {scrub(what)}")
+            result.notes.append(f"{gid}: the notebook changed or reached into the grader "
+                                f"({scrub(what)}); that test scored 0.")
+        elif event.get("error"):
+            reason = _error_reason(event["error"])
+            if TAMPER_PHRASE in reason:
+                set_status(result, Status.TAMPERED)
+                result.notes.append(f"{gid}: the grader's tools were replaced by the notebook; "
+                                    "that check scored 0.")
+            scores[gid] = (0.0, points, reason)
+        else:
+            scores[gid] = (points, points, "passed")
+    return scores
+
+
+def zero_broken_answers(plan: Plan, run: Run, structure: Structure,
+                         scores: dict[str, tuple], result: JobResult) -> None:
+    """An answer cell that raised or timed out scores 0 on every test that grades it."""
+    for index, cell in enumerate(plan.cells):
+        error = (run.ended.get(index) or {}).get("error")
+        if cell["kind"] != "answer" or not error:
+            continue
+        gid = cell["grade_id"]
+        name = error.get("ename")
+        if name == "CellTimeoutError":
+            reason = f"answer cell {gid} did not finish within the time limit (a deadlock?)"
+            set_status(result, Status.TIMEOUT)
+        elif name == "TamperingError":
+            reason = f"answer cell {gid} tried to change the grader's tools: " \
+                     f"{scrub(error.get('evalue', ''))}"
+            set_status(result, Status.TAMPERED)
+        elif name == "NotImplementedError":
+            reason = f"answer cell {gid} is not answered yet"
+        elif name == "KernelDiedInThisCell":
+            reason = f"answer cell {gid} stopped the grading process: {error.get('evalue', '')}"
+        else:
+            reason = f"answer cell {gid} raised {_error_reason(error)}"
+        for test in structure.answers[gid]:
+            _, points, _ = scores.get(test, (0.0, structure.tests[test][1], ""))
+            scores[test] = (0.0, points, reason)
+        result.notes.append(f"{reason}; {', '.join(structure.answers[gid]) or 'no test'} "
+                            "scored 0.")
+
+
+def detail(result: JobResult) -> str:
+    """The grades table's line: points per test, then the first note unless graded."""
+    parts = [f"{gid}={score:g}/{pts:g}" for gid, (score, pts, _) in result.cells.items()]
+    if result.status != Status.GRADED and result.notes:
+        parts.append("| " + result.notes[0])
+    return " ".join(parts)
+
+
