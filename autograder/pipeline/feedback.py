@@ -101,9 +101,20 @@ def error_text(cell: nbformat.NotebookNode) -> str:
     return _ANSI.sub("", f"{name}: {value}" if value else name)
 
 
-def write_feedback(course: Path, job: Job, executed: nbformat.NotebookNode, autograded: Path,
-                    result: JobResult, workdir: Path) -> None:
-    """Record the scores in the job's gradebook copy and render nbgrader's feedback HTML."""
+def write_executed(executed: nbformat.NotebookNode, autograded: Path, notes: list[str]) -> None:
+    """Write the executed notebook, the grader's notes first (what Validate and feedback read)."""
+    if notes:
+        note = nbformat.v4.new_markdown_cell(
+            "**Grader notes**\n\n" + "\n".join(f"- {n}" for n in notes))
+        note.id = "racelab-grader-notes"
+        executed.cells.insert(0, note)
+    autograded.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(executed, autograded)
+
+
+def write_feedback(course: Path, job: Job, result: JobResult, workdir: Path) -> None:
+    """Record the scores in the job's gradebook copy and render nbgrader's feedback HTML from
+    the executed notebook (see :func:`write_executed`) into ``workdir/feedback.html``."""
     from nbgrader.api import Gradebook, MissingEntry
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
@@ -122,12 +133,6 @@ def write_feedback(course: Path, job: Job, executed: nbformat.NotebookNode, auto
             grade.manual_score = None
             grade.needs_manual_grade = False
         gb.db.commit()
-    if result.notes:
-        note = nbformat.v4.new_markdown_cell(
-            "**Grader notes**\n\n" + "\n".join(f"- {n}" for n in result.notes))
-        note.id = "racelab-grader-notes"
-        executed.cells.insert(0, note)
-    nbformat.write(executed, autograded)
     cfg = Config()
     cfg.CourseDirectory.root = str(course)
     cfg.CourseDirectory.course_id = COURSE_ID

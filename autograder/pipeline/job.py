@@ -32,7 +32,7 @@ from autograder.pipeline import scoring
 from autograder.pipeline.cells import Structure
 from autograder.pipeline.course import COURSE_ID
 from autograder.pipeline.execute import RunLimits, run_cells
-from autograder.pipeline.feedback import executed_notebook, write_feedback
+from autograder.pipeline.feedback import executed_notebook, write_executed, write_feedback
 from autograder.pipeline.spec import Job, JobResult, Status, set_status
 
 #: Cells that stopped the runner (crash, exit, limit) or timed out that a notebook may have
@@ -127,8 +127,9 @@ def _grade(job: Job, submitted: nbformat.NotebookNode, release: nbformat.Noteboo
     result.detail = scoring.detail(result)
     executed = executed_notebook(submitted, release, plan, run)
     autograded = course / "autograded" / job.student / job.assignment / f"{result.notebook}.ipynb"
-    autograded.parent.mkdir(parents=True, exist_ok=True)
-    write_feedback(course, job, executed, autograded, result, workdir)
+    write_executed(executed, autograded, result.notes)
+    if job.feedback:
+        write_feedback(course, job, result, workdir)
 
 
 def _cell_name(cell: dict) -> str:

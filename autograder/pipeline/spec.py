@@ -67,6 +67,8 @@ class Job:
         course: The built course directory (its ``gradebook.db`` and ``source/`` are copied).
         workdir: The job's own folder; everything the job writes goes here.
         limits: Resource limits.
+        feedback: Render nbgrader's feedback HTML and record the gradebook (Validate, which
+            reads only the executed notebook, skips both).
     """
 
     student: str
@@ -76,6 +78,7 @@ class Job:
     course: str
     workdir: str
     limits: Limits = field(default_factory=Limits)
+    feedback: bool = True
 
     @classmethod
     def from_json(cls, text: str) -> Job:

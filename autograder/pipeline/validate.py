@@ -114,7 +114,8 @@ def grade_notebook(notebook: Path, solutions: Path, *, sandbox: bool = True) -> 
         lesson = course.lessons[0]
         job = Job(STUDENT, lesson_name, str(notebook.resolve()),
                   str(course.release_notebook(lesson)), str(course.root),
-                  str(Path(tmp) / "job"), Limits(sandbox=sandbox, job_timeout_s=VALIDATE_LIMIT_S))
+                  str(Path(tmp) / "job"), Limits(sandbox=sandbox, job_timeout_s=VALIDATE_LIMIT_S),
+                  feedback=False)
         result = run_job(job)
         executed = (Path(job.workdir) / "course" / "autograded" / STUDENT / lesson_name
                     / f"{result.notebook}.ipynb")
