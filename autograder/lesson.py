@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 GRADING_ENV = "RACELAB_GRADING"
 """Set by the grading pipeline in every grading kernel's environment."""
+
+CLAIMS_ENV = "RACELAB_CLAIMS_FILE"
+"""When set, :func:`claim` appends a JSON line per claim to this file (the lesson test reads it)."""
 
 
 def is_grading() -> bool:
@@ -21,3 +25,30 @@ def trials(n: int, *, when_grading: int = 2) -> int:
     while the demonstration still runs for real. Graded checks never use this.
     """
     return min(n, when_grading) if is_grading() else n
+
+
+def claim(text: str, holds: object) -> None:
+    """Record what a demonstration must show, and print whether this run showed it.
+
+    A lesson states only what its own run shows. Each "see it break" cell ends with the claim
+    its prose relies on, computed from what the cell measured, for example
+    ``claim("the quick test missed the racy ledger in at least 5 of 20 runs", missed >= 5)``.
+    The lesson test (``tests/course/test_lessons.py``) runs every lesson top to bottom and fails,
+    naming the claim, when one did not hold. A demonstration that does not show its point every
+    time is redesigned, never retried.
+
+    In a grading kernel the demonstrations run with fewer trials (see :func:`trials`), so claims
+    are neither printed nor recorded there.
+
+    Args:
+        text: The claim, in the words the lesson uses.
+        holds: Whether this run showed it (anything with a truth value).
+    """
+    held = bool(holds)
+    if is_grading():
+        return
+    path = os.environ.get(CLAIMS_ENV)
+    if path:
+        with open(path, "a", encoding="utf-8") as claims:
+            claims.write(json.dumps({"claim": text, "held": held}) + "\n")
+    print(f"{'Shown' if held else 'NOT shown by this run'}: {text}")

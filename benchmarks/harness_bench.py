@@ -31,7 +31,7 @@ def measure(subject: Subject, seeds: int) -> dict[str, object]:
     """Run one subject under ``seeds`` seeds; return its table row."""
     if subject.prepare is not None:
         subject.prepare()
-    counts, seconds, verdicts, covered = [], [], Counter(), 0
+    counts, seconds, verdicts, covered, bounded = [], [], Counter(), 0, 0
     for seed in range(seeds):
         start = time.perf_counter()
         result = subject.run(seed)
@@ -39,6 +39,7 @@ def measure(subject: Subject, seeds: int) -> dict[str, object]:
         counts.append(result.schedules_run)
         verdicts[result.verdict] += 1
         covered += result.covered
+        bounded += bool(getattr(result, "bound", ""))
     wanted = subject.expect if subject.racy else "pass"
     return {
         "subject": subject.label,
@@ -48,6 +49,7 @@ def measure(subject: Subject, seeds: int) -> dict[str, object]:
         "max_s": f"{max(seconds):.3f}",
         "verdicts": ", ".join(f"{v} x{n}" for v, n in verdicts.most_common()),
         "covered": f"{covered}/{seeds}" if subject.engine == "explore" else "-",
+        "bound": f"{bounded}/{seeds}" if subject.engine == "explore" else "-",
         "ok": "ok" if verdicts[wanted] == seeds else f"EXPECTED {wanted}",
     }
 
@@ -61,9 +63,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"harness benchmark: Python {platform.python_version()}, {os.cpu_count()} CPUs, "
           f"{options.seeds} seeds per subject")
     print("runs = schedules (explore) or trials (stress) to the verdict: median / max; "
-          "covered = seeds whose search tried every schedule\n")
-    columns = ("subject", "engine", "runs", "median_s", "max_s", "verdicts", "covered", "ok")
-    widths = (38, 8, 11, 9, 8, 14, 8, 4)
+          "covered = seeds whose search tried every schedule; bound = passing seeds whose "
+          "search reached its stated bound (every schedule with at most one preemption)\n")
+    columns = ("subject", "engine", "runs", "median_s", "max_s", "verdicts", "covered", "bound",
+               "ok")
+    widths = (38, 8, 11, 9, 8, 14, 8, 6, 4)
     print("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)))
     print("  ".join("-" * w for w in widths))
     failures = 0

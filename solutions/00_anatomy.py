@@ -17,11 +17,11 @@
 # order that breaks your program. This lesson takes one apart in plain Python, the foundation
 # for every TensorFlow race in the lessons that follow.
 #
-# **What you will see break.** Four threads add to one counter. Written as `x += 1`, it lost
-# nothing in 800,000 increments every time we ran it on Python 3.11. Read the value, let go of
-# the interpreter for an instant (as I/O or a TensorFlow op does), then write: most of the
-# updates disappear. Put a function call between the read and the write: updates disappear
-# too, a different number in every trial. A cache that checks for a key and then loads it
+# **What you will see break.** Four threads add to one counter. Written as `x += 1`, on
+# Python 3.11 it loses nothing, however often you run it. Read the value, let go of the
+# interpreter for an instant (as I/O or a TensorFlow op does), then write: updates disappear.
+# Put a function call between the read and the write: updates disappear too, a different
+# number from one trial to the next. A cache that checks for a key and then loads it
 # loads the same key once per thread.
 #
 # **What you will learn to read.** What a thread switch is and where one can happen; the
@@ -59,8 +59,8 @@ import threading
 import time
 
 from autograder.checks import anatomy
-from autograder.harness import explore, replay
-from autograder.lesson import trials
+from autograder.harness import explore, replay, timeline
+from autograder.lesson import claim, trials
 
 print("Python", platform.python_version(), platform.python_implementation())
 print("switch interval:", sys.getswitchinterval(), "s")
@@ -86,7 +86,9 @@ def add_plus_equals(counter, n):
 # %% [markdown]
 # `anatomy.count_trials` makes a fresh `Counter`, starts four threads that each run
 # `add_plus_equals(counter, 200_000)`, releases them together, waits for all of them and
-# records the final value. Run five trials:
+# records the final value. Run five trials. The last line of the output is the claim this
+# experiment makes, checked against what it measured (every demonstration in the course ends
+# with one):
 
 # %%
 THREADS = 4
@@ -94,6 +96,8 @@ finals = anatomy.count_trials(Counter, add_plus_equals, threads=THREADS, per_thr
                               trials=trials(5))
 print("final values:", finals)
 print(anatomy.describe_losses(finals, THREADS * 200_000))
+claim("x += 1 from four threads lost no increment in any trial",
+      all(final == THREADS * 200_000 for final in finals))
 
 # %% [markdown]
 # Nothing was lost. It is tempting to conclude that `+=` is atomic in Python. Keep reading.
@@ -117,9 +121,11 @@ finals = anatomy.count_trials(Counter, add_after_a_pause, threads=THREADS, per_t
                               trials=trials(5))
 print("final values:", finals)
 print(anatomy.describe_losses(finals, THREADS * 2_000))
+claim("read, sleep(0), write lost increments in every trial",
+      all(final < THREADS * 2_000 for final in finals))
 
 # %% [markdown]
-# Most of the increments are gone. Each thread read a value, paused, and wrote back its own
+# Increments are gone, in every trial. Each thread read a value, paused, and wrote back its own
 # stale value plus one, erasing whatever the others had written meanwhile: a *lost update*.
 #
 # ### Read, call a function, write
@@ -146,6 +152,8 @@ finals = anatomy.count_trials(Counter, add_through_calls, threads=THREADS, per_t
                               trials=trials(5))
 print("final values:", finals)
 print(anatomy.describe_losses(finals, THREADS * 100_000))
+claim("read, call, write lost increments in at least one trial",
+      any(final < THREADS * 100_000 for final in finals))
 
 # %% [markdown]
 # The same arithmetic as `counter.value += 1`, moved into two functions, loses updates. Pure
@@ -178,10 +186,12 @@ racy_runs = anatomy.cache_trials(RacyCache, threads=THREADS, trials=trials(5))
 loads = [n for n, _ in racy_runs]
 print("loads per trial:", loads)
 print(f"loaded more than once in {sum(n > 1 for n in loads)} of {len(loads)} trials")
+claim("the key was loaded more than once in every trial", all(n > 1 for n in loads))
 
 # %% [markdown]
-# Every thread found the key missing before any of them had stored it, so every thread loaded
-# it. With a real model that is four copies in memory and four times the start-up work.
+# Every thread that found the key missing before another had stored it loaded it too: the
+# counts above say how many did, in each trial. With a real model each extra load is another
+# copy in memory and another round of start-up work.
 
 # %% [markdown]
 # ## See why
@@ -232,6 +242,9 @@ finally:
     sys.setswitchinterval(previous)
 print("+=            :", anatomy.describe_losses(plus_equals, THREADS * 200_000))
 print("through calls :", anatomy.describe_losses(through_calls, THREADS * 100_000))
+claim("at a 1 us switch interval, += still lost nothing and the calls still lost increments",
+      all(final == THREADS * 200_000 for final in plus_equals)
+      and any(final < THREADS * 100_000 for final in through_calls))
 
 # %% [markdown]
 # Switching thousands of times more often still loses nothing with `+=`: the interpreter cannot
@@ -259,6 +272,7 @@ def both_counted(counter):
 result = explore(Counter, [add_once, add_once], both_counted)
 print(result.verdict, "after", result.schedules_run, "schedules")
 print(result.message)
+claim("the scheduler found a lost update of the bare +=", result.verdict == "race")
 
 # %% [markdown]
 # Real threads never lost an update of `+=`; the scheduler found the order that does within a
@@ -271,11 +285,14 @@ print(result.message)
 # %%
 print(result.schedule)
 print(anatomy.explain_schedule(result.schedule))
+claim("the token is v1:1>0,3>1,6>0, the one read step by step below",
+      result.schedule == "v1:1>0,3>1,6>0")
 
 # %% [markdown]
 # The format is `v1:` followed by `step>worker` pairs. The scheduler numbers its decisions
 # (steps) from 1; `3>1` means "at step 3, worker 1 gets the turn". Between two pairs, the
-# worker holding the turn keeps running. The scheduler makes a decision:
+# worker holding the turn keeps running. Spaces are allowed anywhere in a token and ignored:
+# `"v1: 1>0, 3>1"` is the same token as `"v1:1>0,3>1"`. The scheduler makes a decision:
 #
 # - at step 1, to pick the first worker;
 # - before each instruction of your code that touches something another thread can see:
@@ -295,6 +312,51 @@ print(anatomy.explain_schedule(result.schedule))
 result.figure()
 
 # %% [markdown]
+# The bars name the lines each worker ran, not what they saw. Make the workers say it: the
+# same read and write, split into two statements, each noting the value it read or wrote in a
+# list the check can look at. Each access and its note share a small lock, so that the notes
+# come out in the order of the accesses; the lock never covers the read and the write
+# together, so the race is still there. Let `explore` find the lost update again and draw the
+# notes of the failing run, one step per note, with `timeline.from_events`:
+
+# %%
+def noted_setup():
+    counter = Counter()
+    counter.notes, counter.note_lock = [], threading.Lock()
+    return counter
+
+
+def noted_add_once(worker):
+    def add(counter):
+        with counter.note_lock:
+            seen = counter.value
+            counter.notes.append((worker, f"read {seen}"))
+        with counter.note_lock:
+            counter.value = seen + 1
+            counter.notes.append((worker, f"write {seen + 1}"))
+    return add
+
+
+noted_runs = []
+
+
+def noted_check(counter):
+    noted_runs.append(list(counter.notes))
+    both_counted(counter)
+
+
+noted = explore(noted_setup, [noted_add_once(0), noted_add_once(1)], noted_check)
+notes = noted_runs[-1]
+print(noted.verdict, "|", notes)
+claim("in the failing run both workers read 0 and both wrote 1",
+      noted.verdict == "race"
+      and [label for _, label in notes] == ["read 0", "read 0", "write 1", "write 1"])
+timeline.draw(timeline.from_events(["worker 0", "worker 1"], notes,
+                                   failure="1 increment, not 2", title="the lost update, step by step"))
+
+# %% [markdown]
+# Both workers read 0 before either wrote, so both wrote 1: one increment is lost.
+#
 # ### Replay it, then write your own
 #
 # `replay(setup, workers, check, token)` runs exactly that schedule again, with the same
@@ -303,9 +365,12 @@ result.figure()
 # (`v1:1>1,3>0,6>1`), and a switch *before* worker 0's read (`v1:1>0,2>1,5>0`):
 
 # %%
+verdicts = {}
 for token in [result.schedule, "v1:1>0,4>1", "v1:1>1,3>0,6>1", "v1:1>0,2>1,5>0"]:
-    replayed = replay(Counter, [add_once, add_once], both_counted, token)
-    print(f"{token:18} -> {replayed.verdict}")
+    verdicts[token] = replay(Counter, [add_once, add_once], both_counted, token).verdict
+    print(f"{token:18} -> {verdicts[token]}")
+claim("only the two switches between a read and its write lost an update",
+      [v == "race" for v in verdicts.values()] == [True, False, True, False])
 
 # %% [markdown]
 # Only a switch between one worker's read and its write loses an update. A switch before the
@@ -432,8 +497,10 @@ anatomy.check_schedules(OVERDRAFT, DOUBLE_PAY)
 #
 # - `increment(by=1)` adds `by` to the count;
 # - `take()` returns the count so far and resets it to 0;
-# - every increment is returned by exactly one `take()`, in every interleaving of any number
-#   of threads: none lost, none counted twice.
+# - `increment` may be called from many threads at once, and while `take` runs; `take()` is
+#   called by one reporter thread at a time;
+# - every increment is returned by exactly one `take()`, in every interleaving: none lost,
+#   none counted twice.
 #
 # Both methods read and write the same shared state. The grader runs two threads that
 # increment and one that takes, through many schedules.
@@ -561,9 +628,9 @@ print("the unlocked counter under the scheduler:",
               lambda c: c.value == 2).verdict)
 
 # %% [markdown]
-# On an operation this tiny, taking and releasing the lock is a large share of the work: read
-# the ratio. Real work between increments (serving a request) makes that share small, and a
-# count that loses increments is wrong however fast it is.
+# The ratio is what taking and releasing a lock costs when the work it guards is a single
+# addition, as small as work gets. Real work between increments (serving a request) makes that
+# share small, and a count that loses increments is wrong however fast it is.
 #
 # ### What the cache saves, and what one lock costs it
 #
@@ -589,13 +656,18 @@ once_diff = summary(anatomy.cache_trials(OnceCache, threads=THREADS, trials=tria
 print(f"different keys: RacyCache {racy_diff[0]:.1f} loads in {racy_diff[1] * 1e3:5.1f} ms | "
       f"OnceCache {once_diff[0]:.1f} loads in {once_diff[1] * 1e3:5.1f} ms "
       f"({once_diff[1] / racy_diff[1]:.1f}x the time)")
+if once_diff[1] >= 2 * racy_diff[1]:
+    print("different keys waited for each other in your OnceCache: one lock is held while loading")
+else:
+    print("different keys loaded at the same time in your OnceCache")
 
 # %% [markdown]
-# For one key, `OnceCache` does a quarter of the work in about the same time: the threads that
-# did not load simply waited for the one that did. For different keys, a `get` that holds one
-# lock while it loads makes every other key wait too, so four independent loads take about
-# four times as long. Lesson 02 builds a cache that loads each key once without making the
-# other keys wait.
+# The loads are exact counts: for one key `OnceCache` loads once where `RacyCache` loaded once
+# per thread, and the threads that did not load waited for the one that did. The times show
+# the cost of the design. A `get` that holds one lock while it loads makes every other key
+# wait too, so four independent loads take about as long as four loads in a row; the last
+# line says which your `OnceCache` does. Lesson 02 builds a cache that loads each key once
+# without making the other keys wait.
 #
 # ## Summary
 #

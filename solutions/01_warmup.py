@@ -21,8 +21,9 @@
 #
 # **What you will see break.** Four threads call `predict_on_batch` on a fresh, unbuilt
 # `Sequential` model at the same moment, twenty times over: you count how often a thread
-# raises, and what it raises. A built model does not raise but often traces its predict
-# function several times, and a subclassed model can silently end up with duplicate weights. You also run
+# raises, and what it raises. You run the same race through `model.predict`. A built model
+# does not raise but traces its predict function inside the threads' first requests, and a
+# subclassed model can end up with duplicate weights without a word. You also run
 # the advice you may find online (`_make_predict_function`, `make_predict_function`, "call
 # `predict` once first") and see what it does on Keras 3.
 #
@@ -58,7 +59,7 @@ import numpy as np
 import tensorflow as tf
 
 from autograder.checks import warmup
-from autograder.lesson import trials
+from autograder.lesson import claim, trials
 
 # %matplotlib inline
 tf.get_logger().setLevel("ERROR")
@@ -68,6 +69,8 @@ print("Keras", keras.__version__)
 # Trials of each "see it break" experiment. The autograder skips them (0 trials): a cold model
 # raced from threads can crash TensorFlow itself, which would end a grading kernel.
 TRIALS = trials(20, when_grading=0)
+PREDICT_TRIALS = trials(4, when_grading=0)  # model.predict is slower: fewer trials
+SUBCLASS_TRIALS = trials(40, when_grading=0)  # duplicate weights are rarer: more trials
 
 # %% [markdown]
 # ## See it break
@@ -96,6 +99,8 @@ def serve(model, batch):
 
 cold = warmup.race_trials(warmup.tiny_sequential, serve, trials=TRIALS, threads=4)
 print(cold.report())
+claim("on a cold model, a thread raised in at least half of the trials",
+      cold.failed >= TRIALS / 2)
 
 # %% [markdown]
 # The errors come from inside Keras and differ from trial to trial: that is what a race looks
@@ -106,8 +111,41 @@ print(cold.report())
 # %%
 warmed = warmup.race_trials(warmup.tiny_sequential, serve, trials=TRIALS, threads=4, warm=serve)
 print(warmed.report())
+claim("warmed, no thread raised and no model got extra weights, in any trial",
+      warmed.failed == 0 and warmed.duplicated == 0)
 
 # %% [markdown]
+# ### The same race through `model.predict`
+#
+# `model.predict(x)` is the call most tutorials show. Run it from four threads on cold models,
+# then on models warmed by one `predict` call on this thread. This time `race_trials` also
+# compares every output with the same call made again on one thread once the threads are done
+# (`compare=True`). `predict` builds a `tf.data` pipeline on every call, so it is slower: four
+# trials each:
+
+# %%
+def serve_with_predict(model, batch):
+    return model.predict(batch, verbose=0)
+
+
+cold_predict = warmup.race_trials(warmup.tiny_sequential, serve_with_predict,
+                                  trials=PREDICT_TRIALS, threads=4, compare=True)
+print("cold:  ", cold_predict.report().splitlines()[0])
+warm_predict = warmup.race_trials(warmup.tiny_sequential, serve_with_predict,
+                                  trials=PREDICT_TRIALS, threads=4, warm=serve_with_predict,
+                                  compare=True)
+print("warmed:", warm_predict.report().splitlines()[0])
+print(f"warmed: outputs different from the one-thread calls in {warm_predict.mismatched} of "
+      f"{warm_predict.compared} trials")
+claim("model.predict on a cold model raised in at least one trial", cold_predict.failed >= 1)
+claim("model.predict on a warmed model never raised and gave the one-thread outputs exactly",
+      warm_predict.failed == 0 and warm_predict.mismatched == 0
+      and warm_predict.compared == PREDICT_TRIALS)
+
+# %% [markdown]
+# The public API races exactly like `predict_on_batch`: the warm-up is what fixes it, not the
+# entry point.
+#
 # ### A built model does not raise, it traces several times
 #
 # Give the model a `keras.Input` and its weights exist from the start. Run the same four
@@ -122,32 +160,42 @@ def built_model(seed):
 built_cold = warmup.race_trials(built_model, serve, trials=TRIALS, threads=4)
 print(built_cold.report())
 print("traces while the 4 threads ran, per trial:", sorted(built_cold.traces))
+print(f"trials in which more than one thread traced: {sum(n > 1 for n in built_cold.traces)} "
+      f"of {built_cold.trials}")
+claim("the built model never raised, and was traced while its threads ran in every trial",
+      built_cold.failed == 0 and all(n >= 1 for n in built_cold.traces))
 
 # %%
 built_warm = warmup.race_trials(built_model, serve, trials=TRIALS, threads=4, warm=serve)
 print(built_warm.report())
 print("traces while the 4 threads ran, per trial:", sorted(built_warm.traces))
+claim("warmed, the built model never raised and traced nothing while its threads ran",
+      built_warm.failed == 0 and not any(built_warm.traces))
 
 # %% [markdown]
 # The built model does not raise. Cold, the four first requests trace the predict function
-# themselves, and in some trials several threads each trace their own copy of it: wasted work,
-# done while users wait. Warmed, they trace nothing. You measure what that costs in "Measure
-# it" below.
+# themselves, and in the trials counted on the last line of the cold run several threads each
+# traced their own copy of it: wasted work, done while users wait. Warmed, they trace nothing.
+# You measure what that costs in "Measure it" below.
 #
 # ### A subclassed model gets duplicate weights, silently
 #
 # `warmup.TinyNet` is the same network written as a subclass of `keras.Model`: its layers
-# create their weights on their first call. Call it directly, `model(x)`, from four threads:
+# create their weights on their first call. Call it directly, `model(x)`, from four threads,
+# forty times (this race shows up less often than the others):
 
 # %%
 subclassed = warmup.race_trials(warmup.TinyNet, lambda model, batch: model(batch),
-                                trials=TRIALS, threads=4)
+                                trials=SUBCLASS_TRIALS, threads=4)
 print(subclassed.report())
+claim("the subclassed model ended up with more than four weights in at least one trial",
+      subclassed.duplicated >= 1)
 
 # %% [markdown]
 # Look at the second line: in the trials where the model holds more than four weights, two
-# threads both found a layer unbuilt and both created its kernel, and usually nothing raised.
-# Nothing tells you, unless you count the weights. The graders below do.
+# threads both found a layer unbuilt and both created its kernel. An exception, when one is
+# raised, at least tells you that something went wrong; a duplicated weight says nothing by
+# itself. Only counting the weights shows it, and the graders below do.
 
 # %% [markdown]
 # ## See why
@@ -182,6 +230,7 @@ source = inspect.getsource(type(model).make_predict_function)
 print("\n".join(source.splitlines()[:3]))
 print("...")
 print("mentions a lock anywhere:", "lock" in source.lower())
+claim("make_predict_function takes no lock", "lock" not in source.lower())
 
 # %% [markdown]
 # Every thread that reads `None` before the first one stores its function builds its own
@@ -213,6 +262,7 @@ log = warmup.TraceLog(model)
 model.make_predict_function()
 print("predict_function:", type(model.predict_function).__name__,
       "| built:", model.built, "| traces so far:", log.count)
+claim("make_predict_function built nothing and traced nothing", not model.built and log.count == 0)
 
 # %% [markdown]
 # So calling it before the threads start does not help. Try it:
@@ -221,6 +271,8 @@ print("predict_function:", type(model.predict_function).__name__,
 made_only = warmup.race_trials(warmup.tiny_sequential, serve, trials=TRIALS, threads=4,
                                warm=lambda model, batch: model.make_predict_function())
 print(made_only.report())
+claim("after make_predict_function alone, a thread still raised in at least one trial",
+      made_only.failed >= 1)
 
 # %% [markdown]
 # The usual Keras 3 advice is "call `predict` once first". It does build the model, but
@@ -231,15 +283,23 @@ print(made_only.report())
 model = built_model(0)
 log = warmup.TraceLog(model)
 batch = np.ones((4, 8), dtype="float32")
+counts = []
 model.predict(batch, verbose=0)
+counts.append(log.count)
 print("traces after predict:                  ", log.count)
 model.predict_on_batch(batch)
+counts.append(log.count)
 print("traces after then predict_on_batch:    ", log.count)
 model.predict_on_batch(batch)
+counts.append(log.count)
 print("traces after a second predict_on_batch:", log.count)
 model.predict_on_batch(batch[:1])
+counts.append(log.count)
 print("traces after a batch of one row:       ", log.count)
 print("tf.function tracing count:", model.predict_function.experimental_get_tracing_count())
+claim("predict_on_batch traced again after predict, not again for the same shape, "
+      "and again for a batch of one row",
+      counts[1] > counts[0] and counts[2] == counts[1] and counts[3] > counts[2])
 
 # %% [markdown]
 # The batch shape matters too: a batch with a different number of rows traced again. Warm
@@ -254,10 +314,13 @@ net = warmup.TinyNet(0)
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     net.build((None, 8))
-print("after build(): built:", net.built, "| weights:", len(net.weights))
+built_weights = len(net.weights)
+print("after build(): built:", net.built, "| weights:", built_weights)
 print("warning:", str(caught[0].message)[:110], "...")
 net(np.zeros((1, 8), dtype="float32"))
 print("after one call on zeros: weights:", len(net.weights))
+claim("build() created no weights on the subclass; one call created all four",
+      len(net.weights) == warmup.EXPECTED_WEIGHTS and built_weights == 0)
 
 # %% [markdown]
 # ## Fix it
@@ -472,7 +535,8 @@ else:
 
 # %% [markdown]
 # The warm-up pays for one trace, once, before any user waits. The cold start pays for at
-# least one trace, in some trials one per thread, inside the first users' requests.
+# least one trace, and one more for every other thread that found the function missing (you
+# counted them per trial above), inside the first users' requests.
 
 # %% [markdown]
 # ## Summary

@@ -66,7 +66,7 @@ import tensorflow as tf
 
 from autograder.checks import mutex
 from autograder.harness import explore, replay
-from autograder.lesson import trials
+from autograder.lesson import claim, trials
 
 # %matplotlib inline
 tf.get_logger().setLevel("ERROR")
@@ -152,6 +152,7 @@ print(metrics.snapshot())
 plain = mutex.torn_snapshots(NaiveMetrics, handle, model, trials=trials(20))
 print(f"trials with a torn snapshot or a lost request: {plain.broken_trials} of {len(plain.torn)}")
 print(f"snapshots checked: {sum(plain.taken)}, torn: {sum(plain.torn)}, lost requests: {sum(plain.lost)}")
+claim("plain threads tore no snapshot and lost no request, in any trial", plain.broken_trials == 0)
 
 # %% [markdown]
 # Nothing broke. That is the GIL hiding the race, not the code being safe. CPython 3.11 lets
@@ -190,6 +191,7 @@ def consistent(state):
 torn = explore(setup, [one_request, dashboard], consistent, seed=0)
 print(torn.verdict, "after", torn.schedules_run, "schedules")
 print(torn.message)
+claim("the scheduler found a torn snapshot", torn.verdict == "race")
 
 # %% [markdown]
 # The message says what the check saw and how the threads got there. `replay` runs exactly
@@ -198,6 +200,7 @@ print(torn.message)
 # %%
 again = replay(setup, [one_request, dashboard], consistent, torn.schedule)
 print(again.verdict, "|", again.message.splitlines()[1].strip())
+claim("replaying the schedule gave the same verdict", again.verdict == torn.verdict)
 
 # %% [markdown]
 # A single exploration could be luck. Count how many of ten seeds find the race, and how many
@@ -207,6 +210,7 @@ print(again.verdict, "|", again.message.splitlines()[1].strip())
 found = [explore(setup, [one_request, dashboard], consistent, seed=s) for s in range(trials(10))]
 print(f"race found with {sum(r.verdict == 'race' for r in found)} of {len(found)} seeds; "
       f"schedules needed: {[r.schedules_run for r in found]}")
+claim("every seed found the race", all(r.verdict == "race" for r in found))
 
 # %% [markdown]
 # ### A cache filled check-then-act
@@ -235,6 +239,7 @@ class NaiveCache:
 extra = mutex.extra_builds(NaiveCache, model, trials=trials(20))
 print(f"trials with extra model calls: {sum(e > 0 for e in extra)} of {len(extra)}")
 print(f"extra calls per trial (8 needed, 32 lookups): {extra}")
+claim("the check-then-act cache called the model too often in every trial", all(e > 0 for e in extra))
 
 # %% [markdown]
 # This one breaks with plain threads, every time: `predict_on_batch` releases the GIL while
@@ -254,6 +259,7 @@ class LockPerCallCache(NaiveCache):
 
 extra = mutex.extra_builds(LockPerCallCache, model, trials=trials(20))
 print(f"trials with extra model calls: {sum(e > 0 for e in extra)} of {len(extra)}")
+claim("a lock made on every call left extra model calls in every trial", all(e > 0 for e in extra))
 
 # %% [markdown]
 # No better: every call creates its own brand-new lock, takes it at once and throws it away.
@@ -280,6 +286,7 @@ class WriterLockMetrics(NaiveMetrics):
 writer_only = [mutex.run_metrics(WriterLockMetrics, seed=s) for s in range(trials(10))]
 print(f"found with {sum(not r.ok for r in writer_only)} of {len(writer_only)} seeds")
 print(writer_only[0].message.splitlines()[1])
+claim("a lock only the writer takes was broken with every seed", not any(r.ok for r in writer_only))
 
 # %% [markdown]
 # A lock is an agreement: it only excludes threads that also take it. The reader never asks
@@ -324,6 +331,8 @@ print("moved:", move_slots_naive(a, b, 2), "| a:", a.slots, "| b:", b.slots)
 deadlocks = [mutex.run_move_slots(move_slots_naive, seed=s) for s in range(trials(10))]
 print(f"deadlock found with {sum(r.verdict == 'deadlock' for r in deadlocks)} of {len(deadlocks)} seeds")
 print(deadlocks[0].message.split("How it got there")[0])
+claim("the scheduler found the deadlock with every seed",
+      all(r.verdict == "deadlock" for r in deadlocks))
 
 # %% [markdown]
 # Both stacks point at the inner `with dst.lock:`. Worker 0 holds `a.lock` and waits for
@@ -339,13 +348,18 @@ print(deadlocks[0].message.split("How it got there")[0])
 # the dashed lines are the switches the scheduler chose:
 
 # %%
+seen = []
+replay(setup, [one_request, dashboard], lambda state: seen.extend(state["snapshots"]), torn.schedule)
+print("the dashboard's snapshot in that schedule:", seen)
+claim("in that schedule the snapshot counted the request in requests but not yet in ok",
+      [(s["requests"], s["ok"] + s["errors"]) for s in seen] == [(1, 0)])
 torn.figure()
 
 # %% [markdown]
 # Read it with the message printed under "See it break": the request thread paused in the
 # middle of `record()`, with the request counted in some counters and not yet in the others,
-# and the dashboard ran its whole `snapshot()` in that gap. (Other seeds find the mirror
-# image: the dashboard pauses halfway through building its dict, and a whole `record()` runs
+# and the dashboard ran its whole `snapshot()` in that gap. (The mirror image breaks it too:
+# the dashboard pauses halfway through building its dict, and a whole `record()` runs
 # in between.) Each counter update is fine on its own; the invariant spans several of them, so
 # one lock has to cover the whole group of updates in `record()` *and* the whole group of
 # reads in `snapshot()`.
@@ -375,6 +389,8 @@ deadlocks[0].figure()
 mismatches = mutex.concurrent_mismatches(model, trials=trials(10))
 print(f"outputs different from the one-thread reference: {sum(mismatches)} "
       f"in {len(mismatches)} trials x 32 batches")
+claim("a warm model served four unlocked threads with no output different from one thread's",
+      sum(mismatches) == 0)
 
 # %% [markdown]
 # What needs the lock is *your* Python state around the model. "Measure it" shows what a lock
@@ -390,13 +406,15 @@ print(f"outputs different from the one-thread reference: {sum(mismatches)} "
 # %%
 lock = threading.Lock()
 with lock:
-    print("Lock, taken again by its holder: ", lock.acquire(timeout=0.2))
+    lock_again = lock.acquire(timeout=0.2)
+    print("Lock, taken again by its holder: ", lock_again)
 
 rlock = threading.RLock()
 with rlock:
     again = rlock.acquire(timeout=0.2)
     print("RLock, taken again by its holder:", again)
     rlock.release()
+claim("a Lock refused its own holder; an RLock let it in", not lock_again and again)
 
 # %% [markdown]
 # ### Always `with`
@@ -420,6 +438,7 @@ try:
 except Exception as error:
     print("the request raised", type(error).__name__)
 print("lock still held afterwards:", lock.locked())
+claim("acquire/release left the lock held after the model raised", lock.locked())
 
 # %% [markdown]
 # `with lock:` releases the lock however the block ends, by `return` or by an exception:
@@ -438,6 +457,7 @@ try:
 except Exception as error:
     print("the request raised", type(error).__name__)
 print("lock still held afterwards:", lock.locked())
+claim("with released the lock when the model raised", not lock.locked())
 
 # %% [markdown]
 # ## Fix it
@@ -527,6 +547,9 @@ mutex.check_metrics(ServerMetrics)
 #
 # The second rule rules out the obvious fix, one lock held around the whole of `get`: think
 # about what each lock protects, and for how long it is held.
+#
+# Take the locks yourself: `functools.cached_property` holds a lock on Python 3.11 but none from
+# 3.12 on, so code that relies on it is safe on one supported Python and racy on the next.
 
 # %% nbgrader={"grade": false, "grade_id": "ex_mutex_cache", "locked": false, "schema_version": 3, "solution": true, "task": false}
 class PredictionCache:
@@ -725,20 +748,32 @@ print(f"lock / no lock, 1 thread:                  {mutex.paired_ratio(lock_1, n
 print(f"lock / no lock, 4 threads:                 {mutex.paired_ratio(lock_4, no_lock_4):.2f}x")
 mutex.plot_throughput(rows, "warm predict_on_batch, requests per second")
 
+
+def verdict(ratio, what):
+    if ratio < 0.95:
+        return f"{what}: the lock cost {1 - ratio:.0%} of the requests per second in this run"
+    if ratio > 1.05:
+        return f"{what}: the lock served {ratio - 1:.0%} more requests per second in this run"
+    return f"{what}: within 5 %, no difference this run can tell from noise"
+
+
+print(verdict(mutex.paired_ratio(lock_4, no_lock_4), "4 threads"))
+print(verdict(mutex.paired_ratio(lock_1, no_lock_1), "1 thread"))
+
 # %% [markdown]
-# Read the last line first. With four threads, the lock makes the model serve one request at
-# a time, and throughput drops: in most of our runs on a shared two-core machine it cost
-# 10-35 % (0.64-0.92x). Without the lock, TensorFlow computes one request (with the GIL
-# released) while the other threads run their Python, so four threads serve more than one;
-# with the lock, adding threads stops helping (four threads served 0.9-1.4x as much as one in
-# most of our runs). With one thread the lock made no consistent difference: nobody else
-# wants it.
+# Read the last two lines: they are your run's verdict. With four threads, the lock makes the
+# model serve one request at a time. Without it, TensorFlow computes one request with the GIL
+# released while the other threads run their Python, so a call's time inside TensorFlow can
+# overlap with other calls; with it, nothing overlaps. How much that is worth depends on how
+# much of a call is spent inside TensorFlow rather than in Python. For a model this small most
+# of a call is Python, which only one thread runs at a time anyway, so on two cores the gap is
+# small and can go either way; with one thread nobody else wants the lock.
 #
 # These numbers are noisy on a shared machine: a process with more runnable threads also gets
-# a bigger share of a busy CPU, which inflates the no-lock gains, and a burst of other work
-# can flip a single round. Run the cell again if yours look odd. On more cores, or with a
-# model that spends longer inside TensorFlow, the cost of the lock grows. Hold a lock while
-# you touch shared Python state, not while the model computes.
+# a bigger share of a busy CPU, and a burst of other work can flip a single round, which is
+# why each ratio is a median of rounds. On more cores, or with a model that spends longer
+# inside TensorFlow, the lock holds back more work. Hold a lock while you touch shared Python
+# state, not while the model computes.
 #
 # ### What lock granularity buys a cache
 #
@@ -773,10 +808,16 @@ per_key_s = statistics.median(fill_time(PredictionCache) for _ in range(trials(3
 print(f"one lock around get: {one_lock_s * 1000:6.0f} ms for 16 misses")
 print(f"PredictionCache:     {per_key_s * 1000:6.0f} ms for 16 misses")
 print(f"speed-up: {one_lock_s / per_key_s:.1f}x")
+print(f"16 sleeps of 20 ms in a row take {16 * 20} ms: one lock "
+      f"{'did' if one_lock_s >= 0.32 else 'did not'} serialise the misses")
+claim("one lock around get took at least the 16 x 20 ms of its misses in a row",
+      one_lock_s >= 0.32)
 
 # %% [markdown]
-# One lock makes every miss wait for every other miss: sixteen lookups in a row. Per-key locks
-# let different keys compute at the same time, and still compute each key once.
+# One lock makes every miss wait for every other miss: sixteen lookups in a row, at least
+# 320 ms of sleeping however fast the machine. Per-key locks let different keys compute at
+# the same time, and still compute each key once; the speed-up line says how much that gained
+# in your run.
 #
 # ## Summary
 #

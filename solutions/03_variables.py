@@ -20,9 +20,10 @@
 # watch two kinds of damage that follow, then write code that keeps each resource whole.
 #
 # **What you will see break.** Four threads add one to a shared step counter with
-# `v.assign(v + 1)`: more than half of the steps disappear; inside `tf.function` far fewer,
-# but still some. `assign_add` loses none, yet the step numbers it seems to return are
-# handed out twice. Then a model is trained on one thread (with `set_weights`, an optimizer
+# `v.assign(v + 1)`: steps disappear in every trial; inside `tf.function` fewer, but still
+# some; they disappear with TensorFlow 1's `use_locking=True` too. `assign_add` loses
+# none, and so does `tf.CriticalSection`, yet the step numbers `assign_add` seems to return
+# are handed out twice. Then a model is trained on one thread (with `set_weights`, an optimizer
 # step, `fit`) while another serves it: you count the predictions computed with the first
 # layers of one version and the last layers of another. A model built to report the version
 # of each layer makes every such torn prediction visible.
@@ -55,6 +56,7 @@ import os
 
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
 
+import inspect
 import statistics
 import threading
 import time
@@ -63,8 +65,8 @@ import keras
 import tensorflow as tf
 
 from autograder.checks import variables
-from autograder.harness import explore, replay
-from autograder.lesson import trials
+from autograder.harness import explore, replay, timeline
+from autograder.lesson import claim, trials
 
 # %matplotlib inline
 tf.get_logger().setLevel("ERROR")
@@ -104,6 +106,8 @@ assign_run = variables.count_increments(add_one_with_assign, trials=trials(5))
 assign_add_run = variables.count_increments(add_one_with_assign_add, trials=trials(5))
 print("v.assign(v + 1):", assign_run)
 print("v.assign_add(1):", assign_add_run)
+claim("v.assign(v + 1) lost updates in every trial; assign_add lost none",
+      assign_run.losing_trials == len(assign_run.counts) and assign_add_run.losing_trials == 0)
 
 # %% [markdown]
 # ### Inside `tf.function`
@@ -137,11 +141,17 @@ graph_runs = {
 }
 for name, run in graph_runs.items():
     print(f"{name:42s} {run}")
+single, loop, graph_add = graph_runs.values()
+claim("in tf.function, assign(v + 1) lost a smaller share than eager, the loop lost updates, "
+      "assign_add lost none",
+      single.lost_share < assign_run.lost_share and loop.losing_trials >= 1
+      and graph_add.losing_trials == 0)
 
 # %% [markdown]
-# The graph narrows the gap between the read and the write, so fewer updates are lost, but
-# only `assign_add` loses none. (With so few losses, some runs of the single-increment
-# function lose nothing at all: a race that shows up now and then is still a race.)
+# The graph narrows the gap between the read and the write, so a smaller share of the updates
+# is lost, but only `assign_add` loses none. (With so few losses, a run of the
+# single-increment function can lose nothing at all: a race that shows up now and then is
+# still a race.)
 #
 # ### Step numbers handed out twice
 #
@@ -155,6 +165,7 @@ def next_step_number(v):
 
 tickets = variables.duplicate_tickets(next_step_number, trials=trials(5))
 print(tickets)
+claim("threads got the same step number in at least one trial", sum(tickets.duplicates) > 0)
 
 # %% [markdown]
 # `assign_add` lost no step above, and yet here several threads got the same number. You
@@ -237,11 +248,13 @@ for train_name, train, serve_name, serve, updates in pairs:
     torn = sum(r.torn for r in runs)
     print(f"{train_name:15s} while {serve_name:17s}: {torn:4d} of {reads:4d} predictions torn "
           f"({torn / max(1, reads):.0%}), in {sum(r.torn > 0 for r in runs)} of {len(runs)} trials")
+torn_counts = {name: sum(r.torn for r in runs) for name, runs in torn_runs.items()}
+claim("every trainer tore at least one prediction", all(n > 0 for n in torn_counts.values()))
 
 # %% [markdown]
-# Every trainer tears some of the predictions made while it works. (`fit` spends most of its
-# time outside the assignments, preparing data and callbacks, so a smaller share of the reads
-# overlap them.)
+# Every trainer tore predictions made while it worked. (`fit` spends much of its time outside
+# the assignments, preparing data and callbacks, so fewer of the reads overlap them: compare
+# its percentage with the others.)
 
 # %% [markdown]
 # ## See why
@@ -269,9 +282,47 @@ def counted_twice(v):
 lost = explore(make_counter, [one_step, one_step], counted_twice, seed=0)
 print(lost.verdict, "after", lost.schedules_run, "schedules")
 print(lost.message)
+claim("the scheduler found the lost step", lost.verdict == "race")
 
 # %%
 lost.figure()
+
+# %% [markdown]
+# The bars name lines, not values. As in lesson 00, let each worker note what it read and
+# wrote (each access and its note under a small lock, so the notes keep the order of the
+# accesses; the read and the write stay two separate steps), and draw the failing run's notes:
+
+# %%
+def noted_counter():
+    return {"v": tf.Variable(0, dtype=tf.int64), "notes": [], "lock": threading.Lock()}
+
+
+def noted_step(worker):
+    def step(state):
+        with state["lock"]:
+            seen = int(state["v"].numpy())
+            state["notes"].append((worker, f"read {seen}"))
+        with state["lock"]:
+            state["v"].assign(seen + 1)
+            state["notes"].append((worker, f"write {seen + 1}"))
+    return step
+
+
+noted_runs = []
+
+
+def noted_check(state):
+    noted_runs.append(list(state["notes"]))
+    counted_twice(state["v"])
+
+
+noted = explore(noted_counter, [noted_step(0), noted_step(1)], noted_check, seed=0)
+print(noted.verdict, "|", noted_runs[-1])
+claim("in the failing run both threads read 0 and both wrote 1",
+      noted.verdict == "race"
+      and [label for _, label in noted_runs[-1]] == ["read 0", "read 0", "write 1", "write 1"])
+timeline.draw(timeline.from_events(["worker 0", "worker 1"], noted_runs[-1],
+                                   failure="1 step, not 2", title="the lost step, value by value"))
 
 # %% [markdown]
 # Both threads read 0, both wrote 1. With real threads the same thing happens inside
@@ -280,24 +331,33 @@ lost.figure()
 # same steps with `assign_add` hold in every schedule:
 
 # %%
-print("replay:", replay(make_counter, [one_step, one_step], counted_twice, lost.schedule).verdict)
+replayed = replay(make_counter, [one_step, one_step], counted_twice, lost.schedule)
+print("replay:", replayed.verdict)
 
 
 def one_step_atomic(v):
     v.assign_add(1)
 
 
-print("assign_add:", explore(make_counter, [one_step_atomic, one_step_atomic], counted_twice,
-                             seed=0).message)
+atomic = explore(make_counter, [one_step_atomic, one_step_atomic], counted_twice, seed=0)
+print("assign_add:", atomic.message)
+claim("the replay lost the step again; assign_add held in every schedule",
+      replayed.verdict == "race" and atomic.ok)
 
 # %% [markdown]
 # The graphs of the two compiled increments from "See it break" show the same difference,
 # op by op:
 
 # %%
+op_types = {}
 for fn in (add_one_in_graph, add_one_in_graph_with_assign_add):
     graph = fn.get_concrete_function(tf.Variable(0, dtype=tf.int64)).graph
-    print(f"{fn.__name__:34s}", [op.type for op in graph.get_operations()])
+    op_types[fn.__name__] = [op.type for op in graph.get_operations()]
+    print(f"{fn.__name__:34s}", op_types[fn.__name__])
+claim("assign(v + 1) is a ReadVariableOp and an AssignVariableOp; assign_add is one op",
+      {"ReadVariableOp", "AssignVariableOp"} <= set(op_types["add_one_in_graph"])
+      and "ReadVariableOp" not in op_types["add_one_in_graph_with_assign_add"]
+      and "AssignAddVariableOp" in op_types["add_one_in_graph_with_assign_add"])
 
 # %% [markdown]
 # `assign_add` is a single op, `AssignAddVariableOp`, whose kernel holds the variable's lock
@@ -315,6 +375,8 @@ returned = v.assign_add(1)
 print(type(returned).__name__)
 v.assign_add(10)
 print("the value returned by the first assign_add, read now:", int(returned))
+claim("the first assign_add's return value, read later, included the later update",
+      int(returned) == 11)
 
 # %% [markdown]
 # An `_UnreadVariable` is not a value: it reads the variable when you convert it. Between
@@ -332,11 +394,62 @@ def add_one_use_locking(v):
     v.assign(v + 1, use_locking=True)
 
 
-print("v.assign(v + 1, use_locking=True):",
-      variables.count_increments(add_one_use_locking, trials=trials(5)))
+use_locking_run = variables.count_increments(add_one_use_locking, trials=trials(5))
+print("v.assign(v + 1, use_locking=True):", use_locking_run)
+claim("use_locking=True lost updates in every trial",
+      use_locking_run.losing_trials == len(use_locking_run.counts))
 
 # %% [markdown]
-# The lock it asks for covers the write alone. The read happened before, in `v + 1`.
+# Where does the argument go? Compile the same update and look at the op that writes, and at
+# the signatures of the raw ops: `AssignVariableOp` writes a resource variable (every
+# `tf.Variable` in TensorFlow 2), `Assign` is the TensorFlow 1 op for reference variables.
+
+# %%
+@tf.function
+def add_one_in_graph_use_locking(v):
+    v.assign(v + 1, use_locking=True)
+
+
+graph = add_one_in_graph_use_locking.get_concrete_function(tf.Variable(0, dtype=tf.int64)).graph
+writer_op = next(op for op in graph.get_operations() if op.type == "AssignVariableOp")
+print("attributes of the AssignVariableOp:", sorted(writer_op.node_def.attr))
+print("tf.raw_ops.AssignVariableOp", inspect.signature(tf.raw_ops.AssignVariableOp))
+print("tf.raw_ops.Assign          ", inspect.signature(tf.raw_ops.Assign))
+claim("the AssignVariableOp has no use_locking; only the TF1 Assign op takes one",
+      "use_locking" not in writer_op.node_def.attr
+      and "use_locking" not in inspect.signature(tf.raw_ops.AssignVariableOp).parameters
+      and "use_locking" in inspect.signature(tf.raw_ops.Assign).parameters)
+
+# %% [markdown]
+# On a resource variable `use_locking` is dropped before any op is made: the write op has no
+# such attribute, and its kernel holds the variable's lock while it writes whether you ask or
+# not. Either way the lock covers the write alone; the read happened before, in `v + 1`, as a
+# separate op.
+#
+# ### TensorFlow's own tool: `tf.CriticalSection`
+#
+# TensorFlow has a primitive for running a function with exclusive access to its resources:
+# `tf.CriticalSection`. `cs.execute(fn)` runs `fn` so that no other `execute` on the same
+# critical section runs at the same time, both eagerly and inside `tf.function`. Put the whole
+# read-and-write in it:
+
+# %%
+section = tf.CriticalSection()
+
+
+def add_one_in_critical_section(v):
+    section.execute(lambda: v.assign(v + 1))
+
+
+critical_run = variables.count_increments(add_one_in_critical_section, trials=trials(3))
+print("CriticalSection around v.assign(v + 1):", critical_run)
+claim("tf.CriticalSection around assign(v + 1) lost no update", critical_run.losing_trials == 0)
+
+# %% [markdown]
+# It does for TensorFlow ops what a `threading.Lock` does for Python: the read and the write
+# run as one unit. It only excludes other `execute` calls on the same `CriticalSection`, so
+# every piece of code that touches the variable must go through it; for a plain counter
+# `assign_add` is simpler.
 #
 # ### A torn prediction, pass by pass
 #
@@ -375,19 +488,27 @@ def make_graph_writer(model):
     return train_in_one_graph
 
 
+one_graph = {}
 for serve_name, serve in (("predict_on_batch", serve_predict_on_batch), ("model(x)", serve_call)):
     m = fresh_model()
     runs = [variables.serve_while_training(m, make_graph_writer(m), serve, updates=20)
             for _ in range(trials(3))]
     reads, torn = sum(len(r.reads) for r in runs), sum(r.torn for r in runs)
+    one_graph[serve_name] = torn / max(1, reads)
     print(f"one tf.function assigning all weights, while {serve_name:16s}: "
           f"{torn} of {reads} predictions torn ({torn / max(1, reads):.0%})")
+claim("one tf.function writer still tore predictions of an eager model(x), and a larger share "
+      "of them than of predict_on_batch's",
+      one_graph["model(x)"] > 0 and one_graph["model(x)"] > one_graph["predict_on_batch"])
+print("torn share, model(x) / predict_on_batch:",
+      f"{one_graph['model(x)'] / one_graph['predict_on_batch']:.0f}x"
+      if one_graph["predict_on_batch"] else "predict_on_batch had no torn prediction this run")
 
 # %% [markdown]
-# Against `predict_on_batch` it tears rarely (from none to a few percent of the predictions,
-# run to run): the graph runs its assignments close together. Against an eager `model(x)`,
-# whose layers run as separate ops with Python in between, it tears as often as before. One graph
-# runs its assignments quickly, close together, but does not stop another thread's ops from
+# Against `predict_on_batch`, whose forward pass is one graph too, the two graphs' ops overlap
+# only for a moment, so it tears rarely: in some runs never, which proves nothing. Against an
+# eager `model(x)`, whose layers run as separate ops with Python in between, it keeps tearing.
+# One graph runs its assignments close together, but does not stop another thread's ops from
 # running between them. To keep a model whole, the readers and the writer have to agree.
 
 # %% [markdown]
@@ -803,25 +924,43 @@ for name, row in table.items():
     print(f"{name:20s} {row['torn']:5.0f} {row['reads_per_s']:8.0f} "
           f"{row['reads_per_s'] / base['reads_per_s']:7.2f} {row['updates_per_s']:10.1f} "
           f"{row['updates_per_s'] / base['updates_per_s']:7.2f} {extra_mb[name]:9.1f}")
+print()
+rw, swap, copies = table["readers-writer"], table["build-then-swap"], table["per-thread copies"]
+print(f"readers-writer:    {rw['reads_per_s'] / base['reads_per_s']:.2f}x one lock's reads/s, "
+      f"chosen in {sum(c == 'readers-writer' for c, _ in rounds)} of {len(rounds)} rounds")
+print(f"build-then-swap:   {swap['updates_per_s']:.1f} updates/s, "
+      f"{'below' if swap['updates_per_s'] < 20 else 'at least'} the 20 per second required")
+print(f"per-thread copies: {copies['reads_per_s'] / base['reads_per_s']:.2f}x one lock's reads/s")
+claim("unprotected was the only strategy with torn reads",
+      table["unprotected"]["torn"] > 0
+      and all(row["torn"] == 0 for name, row in table.items() if name != "unprotected"))
+claim("counted memory: no extra copy for the locks, one for build-then-swap, one per reader "
+      "for per-thread copies",
+      round(extra_mb["one lock"] / copy_mb) == 0 and round(extra_mb["readers-writer"] / copy_mb) == 0
+      and round(extra_mb["build-then-swap"] / copy_mb) == 1
+      and round(extra_mb["per-thread copies"] / copy_mb) == 2)
+claim("build-then-swap published fewer than the 20 versions per second required",
+      swap["updates_per_s"] < 20)
 
 # %% [markdown]
 # Read the table against the strategies' designs. The machine is shared: even medians move
-# from run to run, and so does the choice between candidates that are close (one lock, the
-# readers-writer lock, your publisher). The large differences hold every time:
+# from run to run, and so does the choice between candidates that are close; the three lines
+# under the table say how they came out in your run. What the designs decide, every time:
 #
 # - **unprotected** is fast and wrong: it is the only one with torn reads.
 # - **one lock** serves one prediction at a time, and a publish waits for the prediction in
 #   progress. It adds no copy of the weights.
-# - **readers-writer** lets predictions overlap, but on two cores, under the GIL, with a lock
-#   written in Python that every prediction goes through twice, that buys little over one
-#   lock. It adds no copy either.
+# - **readers-writer** lets predictions overlap, but every prediction goes through a lock
+#   written in Python twice, and on two cores, under the GIL, overlapping predictions compete
+#   for the same CPU. Whether the overlap pays for that is what its line above measured. It
+#   adds no copy either.
 # - **build-then-swap** never makes a reader wait, but every version costs a whole new model
-#   (built, its weights set, traced), so it publishes about a tenth as often as a lock: too
+#   (built, its weights set, traced), so it publishes far less often than the others: too
 #   slow for this trainer. While it publishes, two models exist (one extra copy).
 # - **per-thread copies** share nothing while predicting, but every reader thread holds its
-#   own copy (one extra copy per thread), builds it on its first request (in a measurement
-#   this short, that dominates its reads per second), and can serve an older version until
-#   its next request.
+#   own copy (one extra copy per thread), builds it on its first request (inside this short
+#   measurement, so its reads per second pay for the builds), and can serve an older version
+#   until its next request.
 #
 # So the choice depends on the load: how often the trainer publishes, how many threads
 # serve, how long they live, how much a copy weighs. `choose_publisher` answers it for the

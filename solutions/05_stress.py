@@ -18,9 +18,9 @@
 # they exist, and benchmarks whose numbers you can trust.
 #
 # **What you will see break.** A request ledger that loses updates under load, while a quick
-# threaded test passes it; a test that retries until it passes, hiding the race; and a race
-# that no test with real threads finds, because the GIL hides it, which the controlled
-# scheduler finds in a few schedules.
+# threaded test passes it in some runs and fails it in others; a test that retries until it
+# passes, hiding the race; and a race that no test with real threads finds, because the GIL
+# hides it, which the controlled scheduler finds in a few schedules.
 #
 # **What you will build.**
 #
@@ -31,7 +31,7 @@
 #    GIL hides.
 #
 # You then benchmark three ways to serve one Keras model from several threads, and run
-# `tf.test.Benchmark` both ways people use it.
+# `tf.test.Benchmark` the ways people use it, to see what it does and does not test.
 #
 # **How long it takes.** About 45 minutes; the notebook runs top to bottom in about a minute
 # on two cores. Every number it prints is measured while you watch. Lessons 01 and 02 come
@@ -48,6 +48,7 @@ import os
 
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
 
+import inspect
 import threading
 import time
 
@@ -58,7 +59,7 @@ import tensorflow as tf
 
 from autograder.checks import stress_tests
 from autograder.harness import explore, stress
-from autograder.lesson import trials
+from autograder.lesson import claim, trials
 
 # %matplotlib inline
 tf.get_logger().setLevel("ERROR")
@@ -100,13 +101,13 @@ print(ledger.totals())
 # %% [markdown]
 # ## See it break
 #
-# ### A quick test passes it
+# ### A quick test passes it, sometimes
 #
-# A first test starts two threads that record ten batches each, one thread after the other,
+# A first test starts two threads that record two batches each, one thread after the other,
 # and checks the totals at the end:
 
 # %%
-def quick_test(make_ledger, threads=2, records=10):
+def quick_test(make_ledger, threads=2, records=2):
     ledger = make_ledger()
     data = stress_tests.batch(3)
     pool = [threading.Thread(target=lambda: [ledger.record(data) for _ in range(records)])
@@ -130,15 +131,20 @@ def caught(test, make_ledger, n):
     return count
 
 
-n = trials(20)
-print(f"quick test failed the ledger in {caught(quick_test, VariableLedger, n)} of {n} runs")
+n = trials(30)
+quick_failed = caught(quick_test, VariableLedger, n)
+print(f"quick test failed the ledger in {quick_failed} of {n} runs, passed it in {n - quick_failed}")
+claim("the quick test passed the racy ledger in some runs and failed it in others",
+      0 < quick_failed < n)
 
 # %% [markdown]
 # The ledger is racy: `self.requests.assign(self.requests + 1)` reads the variable in one
 # TensorFlow op and writes it in another, and TensorFlow releases the GIL while each op runs,
-# so two threads can both read 7 and both write 8. The quick test misses it in many runs:
-# each thread finishes its ten records in about the time the next thread takes to start, so
-# the threads barely run at the same time, and whether they do is luck.
+# so two threads can both read 7 and both write 8. The quick test gives a different verdict
+# from run to run: each thread finishes its two records in about the time the next thread
+# takes to start, so whether the threads run at the same time, and for how long, is luck. How
+# often it catches the race depends on how busy the machine is, which is the worst property a
+# test can have.
 #
 # ### A stress test makes it show
 #
@@ -171,32 +177,49 @@ def aligned_test(make_ledger, threads=4, records=100):
     assert ledger.totals() == expected, f"expected {expected}, saw {ledger.totals()}"
 
 
-print(f"aligned test failed the ledger in {caught(aligned_test, VariableLedger, n)} of {n} runs")
+aligned_failed = caught(aligned_test, VariableLedger, n)
+print(f"aligned test failed the ledger in {aligned_failed} of {n} runs")
 aligned_test(stress_tests.LockedLedger)
 print(f"on a correct ledger, all four threads ran at once for {aligned_test.overlap * 1000:.0f} ms")
+claim("the aligned test failed the racy ledger in every run, and its threads overlapped",
+      aligned_failed == n and aligned_test.overlap > 0)
 
 # %% [markdown]
 # ### Retries hide the bug
 #
 # A test that fails now and then gets called "flaky", and a common reflex is to retry it.
-# Retry the quick test up to three times, and pass when any attempt passes:
+# Retry the quick test up to three times, and pass when any attempt passes. Count, besides
+# the runs it fails, the runs it passes although an earlier attempt had caught the race:
 
 # %%
-def quick_test_with_retries(make_ledger):
-    for _ in range(3):
+def quick_test_with_retries(make_ledger, caught_attempts):
+    for attempt in range(3):
         try:
             return quick_test(make_ledger)
         except AssertionError:
-            pass
+            caught_attempts.append(attempt)
     raise AssertionError("failed three times in a row")
 
 
-print(f"without retries: failed {caught(quick_test, VariableLedger, n)} of {n} runs")
-print(f"with retries:    failed {caught(quick_test_with_retries, VariableLedger, n)} of {n} runs")
+retried_failed = hidden = 0
+for _ in range(n):
+    caught_attempts = []
+    try:
+        quick_test_with_retries(VariableLedger, caught_attempts)
+    except AssertionError:
+        retried_failed += 1
+    else:
+        hidden += bool(caught_attempts)
+print(f"without retries: failed {quick_failed} of {n} runs (above)")
+print(f"with retries:    failed {retried_failed} of {n} runs; passed {hidden} runs in which an "
+      "attempt had caught the race")
+claim("the retries passed at least one run in which an attempt had caught the race", hidden >= 1)
 
 # %% [markdown]
-# Every retry multiplies the chance that a real race slips through. A failing stress test is
-# a found bug: keep the failure, never retry it away.
+# Each run counted on the last line had a failing attempt: the test found the lost update,
+# and the retry threw the finding away. A retry passes whenever any attempt passes, so every
+# retry multiplies the chance that a real race slips through. A failing stress test is a found
+# bug: keep the failure, never retry it away.
 #
 # ### The GIL hides some races from every stress test
 #
@@ -216,15 +239,17 @@ class PlainLedger:
         return self.requests, self.rows
 
 
-print(f"aligned test failed the plain ledger in {caught(aligned_test, PlainLedger, n)} of {n} runs")
+plain_failed = caught(aligned_test, PlainLedger, n)
+print(f"aligned test failed the plain ledger in {plain_failed} of {n} runs")
+claim("the aligned test never failed the plain Python ledger", plain_failed == 0)
 
 # %% [markdown]
 # It is just as racy (`self.requests += 1` is a read, an add and a write), but CPython 3.11
 # switches threads only at calls and loop back-edges, and `record` has none between its read
 # and its write. Not even `sys.setswitchinterval(1e-6)`, which the harness's `stress` runner
 # sets, changes that. Run the same kind of test with `stress`: one trial per barrier-aligned
-# start, four writers, 20,000 records each (about 10 ms of work, enough for the threads to
-# overlap, which `stress` checks):
+# start, four writers, 20,000 records each (enough work for the threads to overlap, which
+# `stress` checks and reports):
 
 # %%
 def plain_setup():
@@ -243,6 +268,7 @@ def plain_totals(ledger):
 plain_stress = stress(plain_setup, [plain_writer] * 4, plain_totals, trials=trials(20))
 print("stress:", plain_stress.verdict, "after", plain_stress.schedules_run, "trials")
 print(plain_stress.message.splitlines()[0] if plain_stress.message else "")
+claim("stress found nothing wrong with the plain ledger", plain_stress.ok)
 
 # %% [markdown]
 # The controlled scheduler does not wait for the interpreter to switch: it picks the next
@@ -271,6 +297,7 @@ def consistent(state):
 found = explore(setup, [writer, writer, dashboard], consistent, seed=0)
 print(found.verdict, "after", found.schedules_run, "schedules")
 print(found.message.splitlines()[0])
+claim("the scheduler found the plain ledger's race", found.verdict == "race")
 
 # %% [markdown]
 # ## See why
@@ -288,7 +315,10 @@ seeds = trials(10)
 by_seed = [explore(setup, [writer, writer, dashboard], consistent, seed=s) for s in range(seeds)]
 print(f"explore found the race with {sum(not r.ok for r in by_seed)} of {seeds} seeds, "
       f"in {[r.schedules_run for r in by_seed]} schedules")
-print(f"the aligned stress test found it in {caught(aligned_test, PlainLedger, seeds)} of {seeds} runs")
+aligned_found = caught(aligned_test, PlainLedger, seeds)
+print(f"the aligned stress test found it in {aligned_found} of {seeds} runs")
+claim("explore found the race with every seed; the aligned stress test in no run",
+      all(not r.ok for r in by_seed) and aligned_found == 0)
 
 # %% [markdown]
 # Use both. A stress test with real threads finds races inside TensorFlow ops and between
@@ -487,8 +517,11 @@ bench = tf.test.Benchmark()
 try:
     bench.run_op_benchmark(sess=tf.compat.v1.Session(), op_or_tensor=tf.constant(1.0) + 1,
                            burn_iters=1, min_iters=5)
+    eager_error = None
 except Exception as error:
+    eager_error = error
     print(type(error).__name__, ":", error)
+claim("run_op_benchmark with an eager tensor raised", eager_error is not None)
 
 # %% [markdown]
 # It needs a v1 graph, built under `tf.Graph().as_default()`, and a session on that graph:
@@ -516,6 +549,42 @@ for _ in range(iters):
     tf.matmul(x, x).numpy()
 eager_s = (time.perf_counter() - start) / iters
 bench.report_benchmark(iters=iters, wall_time=eager_s, name="matmul_128_eager")
+
+# %% [markdown]
+# ### What `tf.test.Benchmark` does not test
+#
+# The usual form is a subclass whose methods are named `benchmark_*`: `tf.test.main()` runs
+# them when the test program is started with `--benchmarks=<regex>`, and each method times its
+# own work and calls `report_benchmark`. Benchmark the racy `VariableLedger` that way, noting
+# which threads ran its records:
+
+# %%
+class LedgerBenchmark(tf.test.Benchmark):
+    def benchmark_record(self, iters=200):
+        ledger, data, threads_used = VariableLedger(), stress_tests.batch(3), set()
+        start = time.perf_counter()
+        for _ in range(iters):
+            threads_used.add(threading.current_thread().name)
+            ledger.record(data)
+        wall_time = (time.perf_counter() - start) / iters
+        exact = ledger.totals() == (iters, 3 * iters)
+        self.report_benchmark(iters=iters, wall_time=wall_time, name="variable_ledger_record",
+                              extras={"threads": len(threads_used), "totals_exact": int(exact)})
+        return threads_used, exact
+
+
+threads_used, exact = LedgerBenchmark().benchmark_record()
+print("threads that ran the records:", sorted(threads_used), "| totals exact:", exact)
+print("run_op_benchmark's parameters:", list(inspect.signature(bench.run_op_benchmark).parameters))
+claim("the benchmark ran the racy ledger on one thread, and its totals came out exact",
+      len(threads_used) == 1 and exact)
+
+# %% [markdown]
+# `tf.test.Benchmark` times what you wrote, on the thread that called it: none of its
+# parameters asks for threads, and the racy ledger passes its benchmark with exact totals
+# every time. A benchmark tells you how fast, never whether it is correct under concurrency.
+# For that you need a stress test (exercise 1) or the scheduler (exercise 3), and for a
+# concurrent benchmark, threads you start yourself, as your `measure` does.
 
 # %% [markdown]
 # ### Three ways to serve one model from several threads
@@ -566,8 +635,11 @@ for _ in range(trials(3, when_grading=1)):
     rates["shared, no lock"].append(measure(serve_shared, 4, 40)["throughput"])
 medians = {name: float(np.median(values)) for name, values in rates.items()}
 for name, value in medians.items():
+    ratios = [v / locked for v, locked in zip(rates[name], rates["lock around predict"], strict=True)]
     print(f"{name:20s} {value:7.0f} requests/s  "
-          f"({value / medians['lock around predict']:.2f}x the locked one)")
+          f"({value / medians['lock around predict']:.2f}x the locked one; rounds "
+          f"{min(ratios):.2f}x-{max(ratios):.2f}x)")
+print("fastest in this run:", max(medians, key=medians.get))
 
 # %%
 fig, ax = plt.subplots(figsize=(6, 2.5))
@@ -580,11 +652,45 @@ plt.show()
 # The lock makes four threads take turns inside TensorFlow; without it, one thread's Python
 # can run while another's op computes with the GIL released. Copies cost memory (one set of
 # weights per thread) and give each thread its own Keras call path. Read your numbers with
-# care: on our shared two-core machine, under load from other jobs, two runs of this cell
-# gave the copies 1.80x and 5.52x the locked server's throughput, and the shared unlocked
-# model 1.09x and 0.51x. That spread is the lesson: a benchmark on a busy machine needs
-# interleaved repeats, medians and ratios, never one absolute timing, and a claim about
-# which way is fastest needs the numbers from your own machine.
+# care: each line shows, next to the median, the lowest and highest ratio of the three rounds.
+# On a shared machine that spread can be wider than the differences between the ways, and a
+# second run of this cell can rank them differently. That is the lesson: a benchmark on a busy
+# machine needs interleaved repeats, medians and ratios, never one absolute timing, and a
+# claim about which way is fastest needs the numbers from your own machine.
+#
+# ### TensorFlow's own thread pools
+#
+# Your Python threads are not the only threads. TensorFlow runs each op's work on its
+# *intra-op* pool (a large matmul is split across its threads) and independent ops of one graph
+# side by side on its *inter-op* pool. By default TensorFlow sizes both from the number of
+# cores (`tf.config.threading` reports 0, "let TensorFlow choose"; the sizes can only be set
+# before TensorFlow starts). So a single call to a large op can already keep every core busy.
+# Measure what a second Python thread adds to a large matmul, with your `measure`:
+
+# %%
+print("inter-op threads:", tf.config.threading.get_inter_op_parallelism_threads(),
+      "| intra-op threads:", tf.config.threading.get_intra_op_parallelism_threads(),
+      "| cores:", os.cpu_count())
+big = tf.random.normal((768, 768), seed=1)
+tf.matmul(big, big).numpy()
+
+
+def big_matmul():
+    tf.matmul(big, big).numpy()
+
+
+calls = trials(8, when_grading=2)
+one_thread = measure(big_matmul, threads=1, calls=calls)["throughput"]
+two_threads = measure(big_matmul, threads=2, calls=max(1, calls // 2))["throughput"]
+gain = two_threads / one_thread
+print(f"large matmul: 2 Python threads served {gain:.2f}x the matmuls per second of 1")
+print("a second Python thread " + ("gained little: the op already used the cores"
+                                   if gain < 1.3 else "still gained: the cores were not all busy"))
+
+# %% [markdown]
+# The last line is your run's verdict. Where one op already spreads over every core, more
+# Python threads only queue more work for the same cores. Threads pay off where a call spends
+# its time waiting with the GIL released, and for ops too small to be split.
 
 # %% [markdown]
 # ## Summary

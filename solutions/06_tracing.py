@@ -20,8 +20,8 @@
 # read that evidence back in the notebook and let code find the race for you.
 #
 # **What you will see break.** Four trainer threads publish their validation score to a
-# shared "best checkpoint" record. The record should end up holding the best score; it often
-# does not. You also run the popular `tf.summary.trace_on(..., profiler=True)` +
+# shared "best checkpoint" record. The record should end up holding the best score; you count
+# the rounds in which it does not, and log the accesses with Python's `logging`. You also run the popular `tf.summary.trace_on(..., profiler=True)` +
 # `trace_export(..., profiler_outdir=...)` snippet and see TensorFlow 2.21 raise on it.
 #
 # **What you will build.**
@@ -30,7 +30,8 @@
 #    when the access raises.
 # 2. `who_overwrote`: read a log and name the thread that overwrote another thread's update.
 # 3. `find_conflicts`: read a log and list the accesses that overlapped without a common lock.
-# 4. `publish_locked`: fix the pipeline, and make its log prove the fix.
+#    You then see why overlap in time is not enough to find races, and what is.
+# 4. `publish_locked`: fix the pipeline, and make its log say which lock guarded each access.
 #
 # You then measure what logging and profiling cost per access.
 #
@@ -46,6 +47,7 @@
 
 # %%
 import functools
+import logging
 import os
 
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
@@ -61,10 +63,10 @@ import tensorflow as tf
 
 from autograder.checks import tracing
 from autograder.harness import explore
-from autograder.lesson import trials
+from autograder.lesson import claim, trials
 
 # %matplotlib inline
-tf.get_logger().setLevel("ERROR")
+tf.get_logger().setLevel("ERROR")  # quiet; the profiler section below turns warnings back on
 LOGDIR = os.path.join("logs", "06_tracing")
 shutil.rmtree(LOGDIR, ignore_errors=True)
 print("TensorFlow", tf.__version__)
@@ -134,6 +136,7 @@ for _ in range(rounds):
     best, scores = train_round()
     wrong += best["by"] != max(scores, key=scores.get)
 print(f"the record lost the best score in {wrong} of {rounds} rounds")
+claim("the record lost the best score in at least one round", wrong >= 1)
 
 # %% [markdown]
 # Each thread read the record, slept while it wrote its file, and then wrote the record based
@@ -171,6 +174,7 @@ print("record:", best, "| best score by", max(scores, key=scores.get))
 t0 = min(r["at"] for r in log)
 for r in sorted(log, key=lambda r: r["at"]):
     print(f"{(r['at'] - t0) / 1e6:8.3f} ms  {r['thread']:10s} {r['op']:5s} {r['resource']}")
+claim("the round shown lost the best score", best["by"] != max(scores, key=scores.get))
 
 # %% [markdown]
 # Read it top to bottom: trainers read the record before the other trainers' writes landed,
@@ -179,11 +183,55 @@ for r in sorted(log, key=lambda r: r["at"]):
 # names, is the whole story: you will build the full version (start *and* end of each access,
 # and the lock held) in exercise 1, and code that reads it in exercises 2 and 3.
 #
+# ### The production way: `logging` with `%(threadName)s`
+#
+# In a real service you would not append to a list: Python's `logging` already records, for
+# every message, the thread's name (`%(threadName)s`) and the time since the program started
+# (`%(relativeCreated)d`, in milliseconds), and one handler is safe to share between threads.
+# Send the accesses of one round through a logger whose format names the thread:
+
+# %%
+class Lines(logging.Handler):
+    """Keep formatted log lines in a list (a FileHandler would write them to a file)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lines = []
+
+    def emit(self, record):
+        self.lines.append(self.format(record))
+
+
+access_log = logging.getLogger("racelab.access")
+access_log.setLevel(logging.INFO)
+access_log.propagate = False
+lines = Lines()
+lines.setFormatter(logging.Formatter("%(relativeCreated)10.3f ms %(threadName)-10s %(message)s"))
+access_log.addHandler(lines)
+
+
+def logged_access(op, resource, fn, lock=None):
+    value = fn()
+    access_log.info("%s %s -> %r", op, resource, value if op == "read" else None)
+    return value
+
+
+best, scores = train_round(logged_access)
+access_log.removeHandler(lines)
+print("\n".join(lines.lines))
+claim("every logged access names the trainer thread that made it",
+      len(lines.lines) >= 4 and all(" trainer-" in line for line in lines.lines))
+
+# %% [markdown]
+# Each line says who, when and what, including the score each trainer read: the same evidence
+# as the list, in a form every log viewer reads. The rest of this lesson uses a list of dicts,
+# so that code can read the log back directly.
+#
 # ### The same race, under the controlled scheduler
 #
-# Real threads found the race in most rounds because `publish` sleeps between its read and
-# its write. `explore` (from lesson 02) runs the threads one at a time and picks who goes
-# next at each step, so it finds the interleaving without any sleep being long enough. Give
+# Real threads found the race in the rounds counted above because `publish` sleeps between its
+# read and its write. `explore` (from lesson 02) runs the threads one at a time and picks who
+# goes next at each step, so it finds the interleaving without any sleep being long enough. Give
 # it two trainers and the invariant "the record holds the best score":
 
 # %%
@@ -218,7 +266,9 @@ found.figure()
 # ### The popular profiler snippet, on TensorFlow 2.21
 #
 # Many tutorials profile a function with `tf.summary.trace_on(graph=True, profiler=True)`
-# and then pass `profiler_outdir` to `tf.summary.trace_export`. Run it:
+# and then pass `profiler_outdir` to `tf.summary.trace_export`. Run it. The setup cell set
+# TensorFlow's logger to errors only, which would hide what TensorFlow says about this, so
+# this cell lets warnings through again for its duration and collects them:
 
 # %%
 @tf.function
@@ -226,24 +276,39 @@ def step(x):
     return tf.linalg.matmul(x, x)
 
 
+tf_logger = tf.get_logger()
+collected = Lines()
+tf_logger.addHandler(collected)
+tf_logger.setLevel("WARNING")
 x = tf.random.normal((200, 200))
 writer = tf.summary.create_file_writer(os.path.join(LOGDIR, "snippet"))
-tf.summary.trace_on(graph=True, profiler=True)
-step(x)
-with writer.as_default():
-    try:
-        tf.summary.trace_export(name="step", step=0,
-                                profiler_outdir=os.path.join(LOGDIR, "snippet"))
-        print("trace_export worked")
-    except Exception as error:
-        print(f"trace_export raised {type(error).__name__}: {error}")
-tf.summary.trace_off()
+try:
+    tf.summary.trace_on(graph=True, profiler=True)
+    step(x)
+    with writer.as_default():
+        try:
+            tf.summary.trace_export(name="step", step=0,
+                                    profiler_outdir=os.path.join(LOGDIR, "snippet"))
+            export_error = None
+            print("trace_export worked")
+        except Exception as error:
+            export_error = error
+            print(f"trace_export raised {type(error).__name__}: {error}")
+    tf.summary.trace_off()
+finally:
+    tf_logger.removeHandler(collected)
+    tf_logger.setLevel("ERROR")
+print("TensorFlow's warnings:", *collected.lines, sep="\n  ")
+claim("the snippet raised, and TensorFlow warned that the profiler was not enabled and that "
+      "trace_export ignored profiler_outdir",
+      export_error is not None
+      and any("Profiler won't be enabled" in line for line in collected.lines)
+      and any("Ignoring `profiler_outdir`" in line for line in collected.lines))
 
 # %% [markdown]
-# It raises (TensorFlow also logs two warnings: "No `profiler_outdir` passed to trace_on().
-# Profiler won't be enabled." and "Ignoring `profiler_outdir` passed to trace_export()").
-# On TensorFlow 2.21 the profiler output directory belongs to `trace_on`; `trace_export`
-# ignores it, so no profiler ever ran. The working form:
+# It raises, and the warnings say why. On TensorFlow 2.21 the profiler output directory
+# belongs to `trace_on`; `trace_export` ignores it, so no profiler ever ran. The working
+# form:
 
 # %%
 graph_dir = os.path.join(LOGDIR, "graph")
@@ -252,9 +317,13 @@ tf.summary.trace_on(graph=True, profiler=True, profiler_outdir=graph_dir)
 step(x)
 with writer.as_default():
     tf.summary.trace_export(name="step", step=0)
+written = []
 for root, _, files in os.walk(graph_dir):
     for f in files:
-        print(os.path.join(root, f))
+        written.append(os.path.join(root, f))
+        print(written[-1])
+claim("the working form wrote an events file and an xplane.pb profile",
+      any(".tfevents." in f for f in written) and any(f.endswith(".xplane.pb") for f in written))
 
 # %% [markdown]
 # One events file (the graph, for TensorBoard's Graphs tab) and one `*.xplane.pb`: the
@@ -334,10 +403,14 @@ names = sorted(publishes)
 pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
 overlapping = [(a, b) for a, b in pairs if tracing.overlap_ms(publishes[a], publishes[b]) > 0]
 print(f"publish regions that overlapped in time: {len(overlapping)} of {len(pairs)} thread pairs")
+claim("the trace held the evaluate and publish regions of all four trainers",
+      sorted(regions) == [f"trainer-{k}" for k in range(4)]
+      and all({"evaluate", "publish"} <= {e[0].split()[0] for e in ev} for ev in regions.values()))
 
 # %% [markdown]
-# The `publish` regions overlap: one trainer's read-sleep-write runs while others run theirs,
-# and the short blue reads all come before the red writes that depend on them. The profile is also what TensorBoard shows: install `tensorboard`
+# Each lane is one trainer, read back from the profile. Where two `publish` regions overlap
+# (the last line counts the pairs), one trainer's read-sleep-write ran while another ran its
+# own. The profile is also what TensorBoard shows: install `tensorboard`
 # and `tensorboard-plugin-profile` (the course environment has both), run `make tensorboard`
 # from the course directory (it reads `notebooks/logs`) and open the Profile tab, trace
 # viewer. The profiler is the tool to see where time goes inside TensorFlow; your own log is
@@ -531,6 +604,7 @@ def publishing_round(lock=None):
 unlocked, locked = publishing_round(), publishing_round(lock="best_lock")
 print("conflicts without a lock:", len(find_conflicts(unlocked)))
 print("conflicts under best_lock:", len(find_conflicts(locked)))
+claim("the accesses made under best_lock had no conflict", not find_conflicts(locked))
 fig = tracing.plot_timeline(unlocked, title="publish without a lock (outlined: conflicts)",
                             highlight=find_conflicts(unlocked))
 plt.show()
@@ -550,7 +624,68 @@ tracing.check_find_conflicts(find_conflicts)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ### Exercise 4: fix the pipeline, and let the log prove it
+# ### Overlap in time is not how races are found
+#
+# `find_conflicts` finds accesses that overlapped in time. But the lost update in this
+# pipeline is a read, a pause, then a write: each access is over in microseconds, and the race
+# is in the *gap* between them. Run the pipeline again, logging every access with your
+# `log_access`, and ask of every round that lost the best score whether `find_conflicts` saw
+# anything.
+#
+# A race detector looks instead at which locks were held. A *lockset* check (the idea of the
+# Eraser detector) asks, for each resource: did two threads touch it, at least one of them
+# writing, with no lock held in common by all those accesses? That does not depend on when
+# the accesses ran, so it flags a racy program from any run, lucky or not. (A happens-before
+# check, which tools such as ThreadSanitizer use, orders accesses by the locks and thread
+# starts between them; it is more precise, and needs more of the log.)
+
+# %%
+def lockset_races(log):
+    """Resources that two threads touched, one writing, with no lock common to every access."""
+    by_resource = {}
+    for record in log:
+        by_resource.setdefault(record["resource"], []).append(record)
+    races = []
+    for resource, accesses in by_resource.items():
+        threads = {r["thread"] for r in accesses}
+        written = any(r["op"] == "write" for r in accesses)
+        common = set.intersection(*({r["lock"]} - {None} for r in accesses))
+        if len(threads) > 1 and written and not common:
+            races.append(resource)
+    return races
+
+
+# %% [markdown]
+# Run as many rounds as in "See it break", keep the logs of the rounds that lost the best
+# score, and ask both:
+
+# %%
+def logged_round():
+    log = []
+    best, scores = train_round(functools.partial(log_access, log))
+    return best["by"] != max(scores, key=scores.get), log
+
+
+lost_logs = [log for lost, log in (logged_round() for _ in range(rounds)) if lost]
+by_overlap = sum(bool(find_conflicts(log)) for log in lost_logs)
+by_lockset = sum(bool(lockset_races(log)) for log in lost_logs)
+print(f"rounds that lost the best score: {len(lost_logs)} of {rounds}")
+print(f"  flagged by find_conflicts (overlap in time): {by_overlap}")
+print(f"  flagged by the lockset check:                {by_lockset}")
+claim("the lockset check flagged every round that lost the best score",
+      lost_logs and by_lockset == len(lost_logs))
+claim("overlap in time missed at least one round that lost the best score",
+      by_overlap < len(lost_logs))
+
+# %% [markdown]
+# The lockset check flagged every losing round, from logs in which no two accesses need have
+# overlapped. An empty `find_conflicts` result says only that no two logged accesses ran at
+# the same moment; it does not prove there is no race. What a log can show of a fix is that
+# every access to the shared state held the same lock, which is what exercise 4 makes your
+# log say.
+
+# %% [markdown]
+# ### Exercise 4: fix the pipeline, and let the log show the lock
 #
 # Write `publish_locked(best, lock, name, score, access, save)`, the fixed `publish`:
 #
@@ -595,12 +730,15 @@ def locked_round():
         w.start()
     for w in workers:
         w.join()
-    return best["by"] != max(scores, key=scores.get), len(find_conflicts(log))
+    return best["by"] != max(scores, key=scores.get), len(find_conflicts(log)), lockset_races(log)
 
 
 results = [locked_round() for _ in range(rounds)]
-print(f"lost the best score in {sum(lost for lost, _ in results)} of {rounds} rounds; "
-      f"conflicts in the logs: {sum(c for _, c in results)}")
+print(f"lost the best score in {sum(lost for lost, _, _ in results)} of {rounds} rounds; "
+      f"conflicts in the logs: {sum(c for _, c, _ in results)}; "
+      f"rounds flagged by the lockset check: {sum(bool(r) for _, _, r in results)}")
+claim("with publish_locked no round lost the best score, and the lockset check flagged none",
+      not any(lost or races for lost, _, races in results))
 
 # %% nbgrader={"grade": true, "grade_id": "test_tracing_publish_locked", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 demo_log, demo_best, saved = [], {"score": 0.5, "by": "old"}, []
@@ -645,17 +783,25 @@ costs["Trace, profiler on"] = median_ns(traced_access)
 tf.profiler.experimental.stop()
 for name, ns in costs.items():
     print(f"{name:20s} {ns:8.0f} ns per access  {ns / costs['plain']:6.1f}x plain")
+start = time.perf_counter_ns()
+evaluate(1)
+evaluate_ns = time.perf_counter_ns() - start
+print(f"one evaluate() call: {evaluate_ns / 1e6:.2f} ms, the time of "
+      f"{evaluate_ns / costs['log_access']:,.0f} logged accesses; the simulated checkpoint "
+      f"write sleeps 2 ms")
 
 # %% [markdown]
-# Compare the rows with the work around an access in this pipeline: a TensorFlow call and a
-# file write take milliseconds, so logging every access to shared state costs a small
-# fraction of a round. A running profiler records every TensorFlow op as well, and its trace
+# Compare the rows with the work around an access in this pipeline: the last line puts one
+# TensorFlow call next to the cost of a logged access, and each trainer makes two accesses per
+# round. A running profiler records every TensorFlow op as well, and its trace
 # grows with every event: profile short windows, and keep your own log for the shared state.
 #
 # ## Summary
 #
-# Make every access to shared state leave a record of which thread, what, and when
-# (`time.perf_counter_ns()`, start and end, in a `finally`), then let code read the log:
-# overlapping unprotected accesses and lost updates are easy to find once they are written
-# down, and a fix is proven by a log with none. On TensorFlow 2.21 pass `profiler_outdir` to `trace_on`, or use
-# `tf.profiler.experimental.start/stop` with a named `Trace` region per thread.
+# Make every access to shared state leave a record of which thread, what, when
+# (`time.perf_counter_ns()`, start and end, in a `finally`) and under which lock, with
+# `logging`'s `%(threadName)s` in production, then let code read the log: lost updates are
+# easy to find once they are written down. Find races by the locks held (a lockset or
+# happens-before check), not by accesses that happen to overlap in time. On TensorFlow 2.21
+# pass `profiler_outdir` to `trace_on`, or use `tf.profiler.experimental.start/stop` with a
+# named `Trace` region per thread.

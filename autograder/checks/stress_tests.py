@@ -176,6 +176,27 @@ class ReadOutsideLedger:
             return self.requests, self.rows
 
 
+class SplitUpdateLedger:
+    """Racy, lost updates only: the pair is read under the lock, the rows are counted (a TF
+    call) outside it and the new pair is written under the lock again, so two writers that
+    read the same pair lose a record; a snapshot is one tuple and never tears."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.state = (0, 0)
+
+    def record(self, data: Any) -> None:
+        with self.lock:
+            requests, rows = self.state
+        n = _rows_of(data)
+        with self.lock:
+            self.state = (requests + 1, rows + n)
+
+    def totals(self) -> tuple[int, int]:
+        with self.lock:
+            return self.state
+
+
 class LockedLedger:
     """Correct: one lock around both counters, in ``record`` and in ``totals``."""
 
@@ -279,14 +300,45 @@ class ShardedLedger:
         return sum(s[0] for s in states), sum(s[1] for s in states)
 
 
+#: Racy ledgers that fail in different ways (issue #18, class 7): torn snapshots without lost
+#: updates (``UnlockedReaderLedger``, ``TwoLocksLedger``), lost updates without torn snapshots
+#: (``SplitUpdateLedger``), and both. No deadlocking ledger here: real threads would hang the
+#: student's test for the whole budget; the explore exercise has one.
 RACY: tuple[type, ...] = (AssignLedger, UnlockedReaderLedger, LockPerCallLedger, TwoLocksLedger,
-                          HalfAtomicLedger, ReadOutsideLedger)
+                          HalfAtomicLedger, ReadOutsideLedger, SplitUpdateLedger)
 CORRECT: tuple[type, ...] = (LockedLedger, VariableLedger, QueueLedger, TupleLedger, ShardedLedger)
 
 
-def _anonymous(cls: type) -> Callable[[], Any]:
-    """A factory whose objects' class is called ``Ledger`` whatever the implementation."""
-    hidden = type("Ledger", (cls,), {"__doc__": "A ledger (record, totals)."})
+_READ_PROBE = batch(1)
+
+
+def _costed_totals(self: Any) -> tuple[int, int]:
+    """``totals()`` of a hidden stress ledger: the read, then one GIL-releasing TF call.
+
+    A real ledger's read costs a TensorFlow call (reading a ``tf.Variable`` does), and here
+    every read does: the call hands the interpreter to a waiting writer, so a reader that loops
+    until the writers are done makes about as many reads as the writers make records, on any
+    machine and under any load. Without it a pure-Python read is ~0.3 us and a reader loop
+    bounded by time (``while not done``) that keeps each torn snapshot grew a grading kernel to
+    3 GB on a fast, idle machine (issue #18, class 8): the work is bounded by count, not time.
+    The read comes first, so a reader's first snapshot is taken as early as it ever was.
+    """
+    snapshot = type(self).__mro__[1].totals(self)
+    _rows_of(_READ_PROBE)
+    return snapshot
+
+
+def _anonymous(cls: type, *, costed: bool = False) -> Callable[[], Any]:
+    """A factory whose objects' class is called ``Ledger`` whatever the implementation.
+
+    Args:
+        cls: The hidden implementation.
+        costed: Give ``totals()`` a TF call's cost first (:func:`_costed_totals`).
+    """
+    members: dict[str, Any] = {"__doc__": "A ledger (record, totals)."}
+    if costed:
+        members["totals"] = _costed_totals
+    hidden = type("Ledger", (cls,), members)
     hidden.__qualname__ = "Ledger"
 
     def make_ledger() -> Any:
@@ -343,7 +395,7 @@ def grade_against(test: Callable[[Callable[[], Any]], Any], *, racy: Sequence[ty
     random.Random(seed).shuffle(plan)
     rows = []
     for number, (cls, is_racy) in enumerate(plan, 1):
-        make_ledger = _anonymous(cls)
+        make_ledger = _anonymous(cls, costed=True)
         verdict, detail, seconds = run_bounded(lambda m=make_ledger: test(m), budget_s)
         right = verdict == "raised" if is_racy else verdict == "returned"
         rows.append({"number": number, "racy": is_racy, "verdict": verdict, "detail": detail,
@@ -368,7 +420,12 @@ def verdict_table(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def check_stress_test(test: Callable[[Callable[[], Any]], Any], **kwargs: Any) -> None:
-    """Grade ``stress_ledger``: it must fail every racy ledger and pass every correct one."""
+    """Grade ``stress_ledger``: it must fail every racy ledger and pass every correct one.
+
+    Engine: the student's own test, real threads, once per hidden ledger (7 racy, 5 correct,
+    in a seeded order), each within :data:`BUDGET_S`; every hidden ``totals()`` costs a TF
+    call (:func:`_costed_totals`), so the student's work is bounded by its counts.
+    """
     rows = grade_against(test, **kwargs)
     wrong = [row for row in rows if not row["right"]]
     expected = len(kwargs.get("racy", RACY)) + len(kwargs.get("correct", CORRECT))
@@ -613,8 +670,57 @@ class PlainRLock(PlainLocked):
             self.requests, self.rows = requests + 1, rows + len(data)
 
 
+class PlainLostNoTear:
+    """Racy (GIL-hidden), lost updates only: a snapshot is one tuple and never tears, but
+    ``record`` reads it under the lock and writes it back under the lock again, so two writers
+    can both read the same tuple and one record is lost. Only two writers and a check of the
+    final totals find it (one writer with a checking reader never does)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.state = (0, 0)
+
+    def record(self, data: Any) -> None:
+        with self.lock:
+            requests, rows = self.state
+        with self.lock:
+            self.state = (requests + 1, rows + len(data))
+
+    def totals(self) -> tuple[int, int]:
+        return self.state
+
+
+class PlainOrderDeadlock:
+    """Racy (GIL-hidden), deadlock only: ``record`` takes lock ``a`` then ``b``, ``totals``
+    takes ``b`` then ``a``. Counts are never lost and snapshots never tear, but a ``totals``
+    running while a ``record`` is in progress can leave both waiting forever. Only a reader
+    running at the same time as a writer finds it."""
+
+    def __init__(self) -> None:
+        self.a = threading.Lock()
+        self.b = threading.Lock()
+        self.requests = 0
+        self.rows = 0
+
+    def record(self, data: Any) -> None:
+        with self.a:
+            with self.b:
+                self.requests += 1
+                self.rows += len(data)
+
+    def totals(self) -> tuple[int, int]:
+        with self.b:
+            with self.a:
+                return self.requests, self.rows
+
+
+#: The racy variants differ in how they fail, so that only a general test catches all of
+#: them (issue #18, class 7): lost updates and torn snapshots (``PlainLedger``,
+#: ``PlainLockPerCall``), torn snapshots without any lost update (``PlainUnlockedReader``,
+#: ``PlainTwoLocks``), lost updates without any torn snapshot (``PlainLostNoTear``) and a
+#: deadlock without either (``PlainOrderDeadlock``).
 GIL_HIDDEN_RACY: tuple[type, ...] = (PlainLedger, PlainUnlockedReader, PlainLockPerCall,
-                                     PlainTwoLocks)
+                                     PlainTwoLocks, PlainLostNoTear, PlainOrderDeadlock)
 GIL_HIDDEN_CORRECT: tuple[type, ...] = (PlainLocked, PlainTuple, PlainRLock)
 
 
@@ -649,7 +755,12 @@ def explore_rows(explore_ledger: Callable[[Callable[[], Any]], Any], *,
 
 
 def check_explore_ledger(explore_ledger: Callable[[Callable[[], Any]], Any], **kwargs: Any) -> None:
-    """Grade ``explore_ledger``: not ok on every GIL-hidden racy ledger, ok on every correct one."""
+    """Grade ``explore_ledger``: not ok on every GIL-hidden racy ledger, ok on every correct one.
+
+    Engine: the student's own ``explore`` call (its seed and ``max_schedules``; the harness
+    first runs every schedule with at most one preemption), once per hidden pure-Python
+    ledger (6 racy that fail differently, 3 correct), each within :data:`EXPLORE_BUDGET_S`.
+    """
     rows = explore_rows(explore_ledger, **kwargs)
     expected = (len(kwargs.get("racy", GIL_HIDDEN_RACY))
                 + len(kwargs.get("correct", GIL_HIDDEN_CORRECT)))

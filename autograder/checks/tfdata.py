@@ -368,7 +368,9 @@ def run_augment(augment: Callable[[Any, int], Any], *, trials: int = STRESS_TRIA
             f"augment: on one thread, building and iterating the augmented dataset raised "
             f"{type(error).__name__}: {str(error).splitlines()[0][:200]} (expected "
             f"{IMAGES} augmented images)") from None
-    _augmentation_sane(reference, originals)
+    shifts, flips = _augmentation_sane(reference, originals)
+    more_shifts, more_flips = _augmentation_sane(other_seed, originals)
+    _distribution_sane(shifts + more_shifts, flips + more_flips)
     if np.array_equal(reference, other_seed):
         raise AssertionError(
             "augment: seeds 11 and 12 gave the same images; expected the seed to choose the "
@@ -398,7 +400,42 @@ def run_augment(augment: Callable[[Any, int], Any], *, trials: int = STRESS_TRIA
                   timeout_s=TIMEOUT_S)
 
 
-def _augmentation_sane(out: np.ndarray, originals: np.ndarray) -> None:
+#: Bounds on the 32 augmentations of seeds 11 and 12 together (issue #18, class 6). For a
+#: correct answer (shift uniform in [-MAX_DELTA, MAX_DELTA], flip with probability 1/2) each
+#: bound fails with probability below 1e-4 on one fixed seed pair, so a correct answer passes
+#: every run; shifts of one sign, a narrow spread or rare flips fail every run.
+MIN_EACH_SIGN = 6
+MIN_SPREAD = 0.5 * 2 * MAX_DELTA
+FLIPS_WITHIN = (6, 26)
+
+
+def _distribution_sane(shifts: list[float], flips: int) -> None:
+    """The shifts and flips of both seeds follow the spec's distribution, within the bounds."""
+    count = len(shifts)
+    negative, positive = sum(d < 0 for d in shifts), sum(d > 0 for d in shifts)
+    if min(negative, positive) < MIN_EACH_SIGN:
+        raise AssertionError(
+            f"augment: expected brightness shifts drawn uniformly from [-{MAX_DELTA}, "
+            f"{MAX_DELTA}], so about as many negative as positive, but the {count} images of "
+            f"seeds 11 and 12 got {negative} negative and {positive} positive shifts")
+    if max(shifts) - min(shifts) < MIN_SPREAD:
+        raise AssertionError(
+            f"augment: expected brightness shifts spread over [-{MAX_DELTA}, {MAX_DELTA}], but "
+            f"the {count} images of seeds 11 and 12 got shifts from {min(shifts):+.3f} to "
+            f"{max(shifts):+.3f} only")
+    low, high = FLIPS_WITHIN
+    if not low <= flips <= high:
+        raise AssertionError(
+            f"augment: expected each image flipped with probability 1/2, but {flips} of the "
+            f"{count} images of seeds 11 and 12 were flipped (expected {low}-{high})")
+
+
+def _augmentation_sane(out: np.ndarray, originals: np.ndarray) -> tuple[list[float], int]:
+    """Each image is its input (or mirror) plus one shift within bounds, in input order.
+
+    Returns:
+        The shifts, and how many images were flipped.
+    """
     if out.shape != originals.shape:
         raise AssertionError(f"augment: expected {len(originals)} images shaped "
                              f"{originals.shape[1:]}, got an array shaped {out.shape}")
@@ -425,6 +462,7 @@ def _augmentation_sane(out: np.ndarray, originals: np.ndarray) -> None:
     if not 0 < flips < len(out):
         raise AssertionError(f"augment: expected about half of the images flipped, saw "
                              f"{flips} of {len(out)}")
+    return deltas, flips
 
 
 # --------------------------------------------------------------------------- exercise 3
@@ -517,9 +555,63 @@ def measure(pipeline: Callable[..., Any] | None, n: int = FAST_RECORDS) -> FastR
                    values, log)
 
 
+#: The order run: record i's read and transform take ORDER_SLOW_S when i is even and
+#: ORDER_FAST_S when odd, so in every pair the later element is ready long before the earlier.
+ORDER_SLOW_S = 0.060
+ORDER_FAST_S = 0.001
+
+
+def _uneven(index: int) -> float:
+    return ORDER_SLOW_S if index % 2 == 0 else ORDER_FAST_S
+
+
+def _uneven_transform() -> Callable[[np.ndarray], np.ndarray]:
+    """``2 * x``, taking :func:`_uneven` seconds of record ``x``'s index (read off its values)."""
+    def transform(x: Any) -> np.ndarray:
+        values = np.asarray(x, dtype="float32")
+        time.sleep(_uneven(int(round(float(values.reshape(-1)[0]) / 10))))
+        return values * 2
+    return transform
+
+
+def order_run(fast_pipeline: Callable[..., Any], n: int = FAST_RECORDS) -> list[int | None]:
+    """The record order ``fast_pipeline`` yields when later records are always ready first.
+
+    Every even record takes 60 ms to read and to transform, every odd one 1 ms, so a stage
+    that hands out results as they finish (``deterministic=False``, a thread pool's
+    ``as_completed``) reorders every pair, on a quiet machine or a loaded one; the timing
+    run's reads (slow, uneven, and the transform stage paced by them) hid such a transform
+    map (issue #18, class 5: out of order in 127 of 399 runs with instant reads, never in
+    grading).
+    """
+    dataset = fast_pipeline(make_read(_uneven), _uneven_transform(), n)
+    return [int(round(float(v[0]) / 20)) if v.shape == (WIDTH,) else None
+            for v in (_values(x).reshape(-1) for x in dataset)]
+
+
 def check_fast(fast_pipeline: Callable[..., Any]) -> None:
-    """Grade exercise 3 (``fast_pipeline``); AssertionError with the student's message."""
+    """Grade exercise 3 (``fast_pipeline``); AssertionError with the student's message.
+
+    Engines: real tf.data threads, no harness engine. First the order run
+    (:func:`order_run`: records that finish in reverse pairs must still come out 0, 1, 2,
+    ...), then the timing run (:func:`measure`): values and order again, at least 2 reads in
+    flight, and the speed-up share of the ideal measured in the same run.
+    """
     name = "fast_pipeline"
+    try:
+        order = order_run(fast_pipeline)
+    except Exception as error:  # noqa: BLE001 - the student's code, reported to the student
+        raise AssertionError(
+            f"{name}: building and iterating the pipeline raised {type(error).__name__}: "
+            f"{str(error).splitlines()[0][:200]} (expected transform(read(i)) for i in "
+            f"range({FAST_RECORDS}))") from None
+    if order != list(range(FAST_RECORDS)):
+        raise AssertionError(
+            f"{name}: expected transform(read(i)) for i = 0, 1, ..., {FAST_RECORDS - 1}, in "
+            f"that order, but when every odd record was read and transformed faster than the "
+            f"even one before it, the training loop got records {order}. Training order must "
+            f"not depend on which read or transform finishes first: keep every map "
+            f"deterministic.")
     try:
         run = measure(fast_pipeline)
     except Exception as error:  # noqa: BLE001 - the student's code, reported to the student

@@ -33,7 +33,7 @@ import numpy as np
 import tensorflow as tf
 
 from autograder.checks.report import require_ok
-from autograder.harness import Result, stress
+from autograder.harness import Result, explore, stress
 
 #: Dense(16, relu) -> Dense(4): two kernels and two biases.
 EXPECTED_WEIGHTS = 4
@@ -399,6 +399,10 @@ class RaceStats:
         first_failure: The harness result of the first trial in which a thread raised (its
             ``figure()`` shows when each call ran and which raised), else ``None``.
         last: The harness result of the last trial.
+        compared: Trials whose outputs were compared with the same calls made on one thread
+            afterwards (only with ``compare=True``; trials in which a thread raised are not).
+        mismatched: Of those, trials in which some thread's output differed from that
+            one-thread reference.
     """
 
     trials: int = 0
@@ -410,6 +414,8 @@ class RaceStats:
     warm_ms: list[float] = field(default_factory=list)
     first_failure: Result | None = None
     last: Result | None = None
+    compared: int = 0
+    mismatched: int = 0
 
     @property
     def duplicated(self) -> int:
@@ -440,6 +446,7 @@ def race_trials(
     rows: int = 4,
     features: int = 8,
     seed: int = 0,
+    compare: bool = False,
 ) -> RaceStats:
     """Run ``call(model, batch)`` from ``threads`` threads on a fresh model, ``trials`` times.
 
@@ -456,6 +463,9 @@ def race_trials(
         rows: Rows per batch.
         features: Input width.
         seed: First trial seed.
+        compare: After each trial in which no thread raised, make every thread's call again
+            on this thread, one after another, and count the trials in which an output
+            differs (exactly) from what the thread got.
 
     Returns:
         The statistics, with harness results whose ``figure()`` shows the interleaving.
@@ -499,6 +509,11 @@ def race_trials(
         stats.last = result
         if trial.errors and stats.first_failure is None:
             stats.first_failure = result
+        if compare and not trial.errors:
+            stats.compared += 1
+            stats.mismatched += any(
+                not np.array_equal(np.asarray(got), np.asarray(call(trial.model, batch)))
+                for got, batch in zip(trial.outputs, trial.inputs, strict=True))
     return stats
 
 
@@ -776,11 +791,92 @@ def run_lazy_model(
                   seed=seed, timeout_s=_TIMEOUT_S)
 
 
+#: The lazy model's explore run: threads, and its bound (every schedule with at most
+#: LAZY_DEVIATIONS preemptions; then LAZY_SAMPLES seeded samples). Two, because a lock made
+#: check-then-act needs two switches (after the first caller's check, and back before the
+#: second caller stores its model).
+LAZY_EXPLORE_THREADS = 2
+LAZY_DEVIATIONS = 2
+LAZY_SCHEDULES = 2000
+LAZY_SAMPLES = 20
+_WARM_MODELS: dict[int, keras.Model] = {}
+
+
+def _warm_tiny_net(features: int) -> keras.Model:
+    """One built, warm :class:`TinyNet` per input width, made once per process."""
+    if features not in _WARM_MODELS:
+        model = TinyNet(SEED)
+        model(np.zeros((1, features), "float32"))
+        _WARM_MODELS[features] = model
+    return _WARM_MODELS[features]
+
+
+@dataclass
+class LazyRun:
+    """One explore schedule of a lazy model: factory calls and the model each thread got."""
+
+    lazy: Any = None
+    factory_calls: int = 0
+    got: list[Any] = field(default_factory=list)
+
+
+def run_lazy_model_explore(lazy_class: Callable[..., Any], *, seed: int = SEED,
+                           schedules: int = LAZY_SCHEDULES) -> Result:
+    """Two threads call ``get()`` once each under ``explore``; Keras calls are one step each.
+
+    The factory hands out one warm, built model (so every Keras call is quick and atomic) and
+    counts its calls. The check: the factory ran exactly once and every thread got that
+    model. This finds races in the answer's own Python around the Keras calls that real
+    threads never show under the GIL (a lock itself created check-then-act, a flag set
+    before the model), whatever the seed (issue #18, class 1).
+
+    Engine and bound: ``explore``; every schedule with at most two preemptions (60-330 for
+    the answers in the tests), then :data:`LAZY_SAMPLES` seeded samples (cap
+    :data:`LAZY_SCHEDULES`).
+    """
+    features = 7
+    model = _warm_tiny_net(features)
+
+    def setup() -> LazyRun:
+        run = LazyRun(got=[None] * LAZY_EXPLORE_THREADS)
+
+        def factory() -> keras.Model:
+            run.factory_calls += 1
+            return model
+
+        run.lazy = lazy_class(factory, (features,))
+        return run
+
+    def worker(k: int) -> Callable[[LazyRun], None]:
+        def call(run: LazyRun) -> None:
+            run.got[k] = run.lazy.get()
+        return call
+
+    def check(run: LazyRun) -> None:
+        problems = []
+        if run.factory_calls != 1:
+            problems.append(f"the factory ran {run.factory_calls} times, expected once")
+        wrong = [k for k, got in enumerate(run.got) if got is not model]
+        if wrong:
+            problems.append(f"thread(s) {wrong} got {run.got[wrong[0]]!r} from get(), "
+                            "expected the one model the factory made")
+        _fail(problems)
+
+    return explore(setup, [worker(k) for k in range(LAZY_EXPLORE_THREADS)], check, seed=seed,
+                   max_schedules=schedules, timeout_s=_TIMEOUT_S, samples=LAZY_SAMPLES,
+                   deviations=LAZY_DEVIATIONS)
+
+
 def check_lazy_model(lazy_class: Callable[..., Any], **kwargs: Any) -> None:
     """Grade a lazily built model class (see :func:`run_lazy_model`).
+
+    Engines: ``stress`` first (:data:`TRIALS_LAZY_MODEL` trials of :data:`THREADS` real
+    threads on cold, slow-building models: races inside Keras), then ``explore``
+    (:func:`run_lazy_model_explore`: races in the answer's Python around the Keras calls).
 
     Raises:
         AssertionError: With the student-facing explanation, when a trial fails.
     """
     seen: list[Trial] = []
     _require(run_lazy_model(lazy_class, record=seen, **kwargs), "LazyModel", seen)
+    _require(run_lazy_model_explore(lazy_class), "LazyModel", [])

@@ -11,19 +11,25 @@ from typing import Any
 from . import report, tamper
 from .result import Result, issue
 from .scheduler import Outcome, Run, Strategy
-from .search import Exhaustive, PriorityChange, RandomWalk, Replay
+from .search import DeviationBounded, Exhaustive, PriorityChange, RandomWalk, Replay
 from .timeline import Mark, Segment, Timeline
 
-STRATEGIES = ("auto", "random", "pct", "exhaustive")
+STRATEGIES = ("auto", "random", "pct", "exhaustive", "bounded")
 _ROTATIONS = {
     "auto": ("random", "pct3", "random", "exhaustive", "random", "pct2", "random", "random"),
     "random": ("random",),
     "pct": ("pct2", "pct3"),
     "exhaustive": ("exhaustive",),
+    "bounded": (),
 }
 _PREEMPTION_BOUND = 3
-# "auto" first gives exhaustive search this many schedules alone: tiny spaces get covered.
-_EXHAUSTIVE_FIRST = 16
+#: "auto" and "bounded" first run every schedule that departs at most this many times from
+#: the default order (the running thread goes on until it blocks or finishes, then the next
+#: thread round-robin; see :class:`search.DeviationBounded`), earliest departure first, in an
+#: order no seed changes: a race that one preemption exposes is found whatever the seed, and a
+#: pass states the bound it reached. "auto" then samples deeper schedules (seeded random walks
+#: and PCT) and runs exhaustive search, which may prove a small space covered.
+DEVIATIONS = 1
 _TOKEN_PREFIX = "v1:"
 _NARRATIVE_LIMIT = 8
 
@@ -37,6 +43,9 @@ def explore(
     max_schedules: int = 500,
     timeout_s: float = 60.0,
     strategy: str = "auto",
+    callbacks: bool = False,
+    samples: int | None = None,
+    deviations: int = DEVIATIONS,
 ) -> Result:
     """Search the interleavings of ``workers`` for one that breaks ``check``.
 
@@ -59,10 +68,23 @@ def explore(
         seed: Seeds the random and PCT strategies (same seed, same schedules).
         max_schedules: How many schedules to run at most.
         timeout_s: Wall-clock budget; running out is a ``"timeout"``, never a pass.
-        strategy: ``"auto"`` (16 schedules of exhaustive search, which covers small spaces
-            outright, then exhaustive search interleaved with PCT and seeded random runs),
-            ``"random"``, ``"pct"`` or ``"exhaustive"``. An addition to the course's API;
-            leave it at ``"auto"`` in checks.
+        strategy: ``"auto"`` (first every schedule with at most :data:`DEVIATIONS`
+            deviation from round-robin order, in an order no seed changes, which also covers
+            small spaces outright;
+            then exhaustive search interleaved with PCT and seeded random runs), ``"bounded"``
+            (the first part only), ``"random"``, ``"pct"`` or ``"exhaustive"``. An addition
+            to the course's API; leave it at ``"auto"`` in checks.
+        callbacks: Also interleave user code that a library call runs (a ``tf.function``'s
+            Python body under ``tf.config.run_functions_eagerly(True)``, where each TF op is
+            then one step); by default a library call is one step with everything it calls.
+            An addition to the course's API, for checks.
+        samples: With ``"auto"``: once every schedule within the preemption bound has run,
+            sample at most this many more (default: up to ``max_schedules``). A check sets
+            a large ``max_schedules`` (the bound is then reached for any reasonable answer)
+            and a small ``samples``, so its cost is the bound plus a fixed number.
+        deviations: The bound of the first phase of ``"auto"`` and ``"bounded"``: every
+            schedule with at most this many departures from round-robin order. 1 for most
+            checks; 2 where the program is short (its space grows like steps squared).
 
     Returns:
         The :class:`Result`. A failing one carries the schedule for :func:`replay`.
@@ -74,14 +96,18 @@ def explore(
     if found:
         return issue("error", message=tamper.message(found))
     deadline = tamper.monotonic() + timeout_s
-    search = _Search(seed, strategy)
+    search = _Search(seed, strategy, deviations)
     runs = 0
     while runs < max_schedules:
+        if (samples is not None and search.bound_reached
+                and runs - search.bounded_runs >= samples):
+            break
         chooser = search.next()
         if chooser is None:
             break
         runs += 1
-        outcome, verdict, seen = _run_once(setup, workers, check, chooser, deadline)
+        outcome, verdict, seen = _run_once(setup, workers, check, chooser, deadline,
+                                           callbacks)
         if verdict != "pass":
             return _failure(verdict, outcome, seen, runs, timeout_s)
         search.after(chooser, outcome)
@@ -90,11 +116,9 @@ def explore(
                 f"Ran out of time: {report.plural(runs, 'schedule')} ran in {timeout_s:g} s "
                 "without finding a problem, but the search was not finished, so this is not "
                 "a pass. Make the workers smaller or give explore a larger timeout_s."))
-    coverage = (f"every one of the {report.plural(runs, 'possible schedule')} was tried"
-                if search.covered else
-                f"{report.plural(runs, 'schedule')} were tried (a sample of the interleavings)")
-    return issue("pass", schedules_run=runs, covered=search.covered,
-                 message=f"No race found: {coverage}, and the check held every time.")
+    return issue("pass", schedules_run=runs, covered=search.covered, bound=search.bound(),
+                 message=f"No race found: {search.coverage(runs)}, and the check held every "
+                 "time.")
 
 
 def replay(
@@ -104,6 +128,7 @@ def replay(
     schedule: str | Result,
     *,
     timeout_s: float = 60.0,
+    callbacks: bool = False,
 ) -> Result:
     """Run exactly the schedule of a failing :func:`explore` result again.
 
@@ -113,6 +138,7 @@ def replay(
         check: The same check.
         schedule: The ``schedule`` token of a failing result (or the result itself).
         timeout_s: Wall-clock budget.
+        callbacks: The same ``callbacks`` as the explore call.
 
     Returns:
         The same verdict as the run that produced the schedule, every time.
@@ -125,7 +151,7 @@ def replay(
         return issue("error", message=tamper.message(found))
     deadline = tamper.monotonic() + timeout_s
     chooser = Replay(switches)
-    outcome, verdict, seen = _run_once(setup, workers, check, chooser, deadline)
+    outcome, verdict, seen = _run_once(setup, workers, check, chooser, deadline, callbacks)
     note = ""
     if chooser.deviation:
         note = ("\nNote: the program did not repeat itself exactly "
@@ -173,22 +199,51 @@ def _validate(workers: Sequence[Callable[[Any], Any]]) -> list[Callable[[Any], A
 
 
 class _Search:
-    """Hands out one strategy per schedule, in rotation, and tracks exhaustive coverage."""
+    """Hands out one strategy per schedule: the deviation-bounded search first (``auto``,
+    ``bounded``), then the others in rotation; tracks what was covered."""
 
-    def __init__(self, seed: int, strategy: str):
+    def __init__(self, seed: int, strategy: str, deviations: int = DEVIATIONS):
         self.seed = seed
+        self.deviations = deviations
         self.rotation = _ROTATIONS[strategy]
         self.dfs: Exhaustive | None = Exhaustive() if "exhaustive" in self.rotation else None
+        self.bounded: DeviationBounded | None = (DeviationBounded(deviations)
+                                           if strategy in ("auto", "bounded") else None)
+        self.bounded_runs = 0
+        self.bound_reached = False
         self.horizon = 1
         self.count = 0
         self.covered = False
 
+    def bound(self) -> str:
+        """The search bound this search reached, in words ("" when none was)."""
+        if self.covered:
+            return "every schedule"
+        if self.bound_reached:
+            return (f"every schedule with at most "
+                    f"{report.plural(self.deviations, 'preemption')} "
+                    "or other departure from round-robin order "
+                    f"({report.plural(self.bounded_runs, 'schedule')})")
+        return ""
+
+    def coverage(self, runs: int) -> str:
+        """What was tried, for a pass message."""
+        if self.covered:
+            return f"every one of the {report.plural(runs, 'possible schedule')} was tried"
+        if self.bound_reached:
+            more = runs - self.bounded_runs
+            return (f"{self.bound()} was tried"
+                    + (f", and {report.plural(more, 'more schedule')} sampled" if more else ""))
+        return f"{report.plural(runs, 'schedule')} were tried (a sample of the interleavings)"
+
     def next(self) -> Strategy | None:
         if self.covered or (self.dfs is None and self.rotation == ("exhaustive",)):
             return None
-        if self.dfs is not None and self.count < _EXHAUSTIVE_FIRST and len(self.rotation) > 1:
-            self.count += 1
-            return self.dfs
+        if self.bounded is not None:
+            self.bounded_runs += 1
+            return self.bounded
+        if not self.rotation:
+            return None
         for _ in range(len(self.rotation)):
             name = self.rotation[self.count % len(self.rotation)]
             self.count += 1
@@ -203,8 +258,13 @@ class _Search:
         return None
 
     def after(self, chooser: Strategy, outcome: Outcome) -> None:
-        if self.count == 1:
-            self.horizon = max(1, outcome.last_step)
+        if self.count <= 1:
+            self.horizon = max(self.horizon, outcome.last_step)
+        if chooser is self.bounded and not self.bounded.advance():
+            self.bound_reached = not self.bounded.deviated
+            self.covered = self.bound_reached and not self.bounded.pruned
+            self.bounded = None
+            return
         if chooser is self.dfs and not self.dfs.advance():
             self.covered = not self.dfs.deviated
             self.dfs = None
@@ -212,14 +272,14 @@ class _Search:
 
 def _run_once(setup: Callable[[], Any], workers: list[Callable[[Any], Any]],
               check: Callable[[Any], Any], chooser: Strategy,
-              deadline: float) -> tuple[Outcome, str, object]:
+              deadline: float, callbacks: bool = False) -> tuple[Outcome, str, object]:
     """One schedule: fresh state, a controlled run, then the check."""
     try:
         state = setup()
     except Exception as error:  # reported, fail closed
         outcome = Outcome(kind="error", error=error, detail="setup")
         return outcome, "error", None
-    outcome = Run(state, workers, chooser, deadline).execute()
+    outcome = Run(state, workers, chooser, deadline, callbacks=callbacks).execute()
     problems = outcome.tampering + tamper.problems()
     if problems:
         outcome.detail = tamper.message(problems)
@@ -289,10 +349,21 @@ def _failure(verdict: str, outcome: Outcome, seen: object, runs: int,
         "schedule from finishing."))
 
 
+def _functions_run(outcome: Outcome, thread: int, start: int, stop: int) -> str:
+    """Where ``thread`` ran between two steps, for the narrative: ``" (in f, in g)"``."""
+    names: list[str] = []
+    for step in outcome.steps:
+        if (start <= step.step < stop and step.thread == thread and step.function
+                and step.function not in names):
+            names.append(step.function)
+    return f" (in {', in '.join(names)})" if names else ""
+
+
 def _narrative(outcome: Outcome) -> str:
     by_step = {step.step: step for step in outcome.steps}
     lines = []
     running: int | None = None
+    since = 0
     for step, thread in outcome.switches:
         name = outcome.names[thread] if thread < len(outcome.names) else f"thread {thread}"
         paused = by_step.get(step)
@@ -301,14 +372,15 @@ def _narrative(outcome: Outcome) -> str:
         else:
             who = outcome.names[paused.thread]
             if paused.note == "finished":
-                lines.append(f"  {who} finishes; {name} runs.")
+                ran = _functions_run(outcome, paused.thread, since, step)
+                lines.append(f"  {who} runs to the end{ran}; {name} runs.")
             elif paused.note:
                 waits = paused.note.removeprefix("blocked: ")
                 lines.append(f"  {who} is blocked at {_where(paused)}: it waits to {waits}; "
                              f"{name} runs.")
             else:
                 lines.append(f"  {who} is paused before {_where(paused)}; {name} runs.")
-        running = thread
+        running, since = thread, step
     if len(lines) > _NARRATIVE_LIMIT:
         hidden = len(lines) - _NARRATIVE_LIMIT
         lines = lines[:_NARRATIVE_LIMIT // 2] + [f"  ... {hidden} more switches ..."] + \

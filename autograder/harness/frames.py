@@ -73,6 +73,41 @@ def peek(frame: types.FrameType, below_top: int) -> object:
     return ctypes.cast(item, ctypes.py_object).value
 
 
+def poke(frame: types.FrameType, below_top: int, value: object) -> bool:
+    """Replace the value ``below_top`` slots under the top of a paused frame's stack.
+
+    Used to make a paused call take another argument (a timed ``acquire`` that the schedule
+    says gives up gets ``timeout=0``). Same conditions as :func:`peek`.
+
+    Returns:
+        True when the slot held an object and now holds ``value``.
+    """
+    if _layout is None:
+        return False
+    address = _interpreter_frame(frame)
+    if address is None:
+        return False
+    stacktop = _INT.from_address(address + _layout["stacktop"]).value
+    code = frame.f_code
+    limit = (len(code.co_varnames) + len(code.co_cellvars) + len(code.co_freevars)
+             + code.co_stacksize)
+    slot = stacktop - 1 - below_top
+    if stacktop <= 0 or stacktop > limit or slot < 0:
+        return False
+    cell = _POINTER.from_address(address + _layout["localsplus"] + slot * _WORD)
+    old = cell.value
+    if not old:
+        return False
+    _INCREF(value)
+    cell.value = id(value)
+    _DECREF(old)
+    return True
+
+
+_INCREF = ctypes.PYFUNCTYPE(None, ctypes.py_object)(("Py_IncRef", ctypes.pythonapi))
+_DECREF = ctypes.PYFUNCTYPE(None, ctypes.c_void_p)(("Py_DecRef", ctypes.pythonapi))
+
+
 class _Unknown:
     def __repr__(self) -> str:
         return "UNKNOWN"

@@ -19,7 +19,7 @@ import threading
 import types
 from collections.abc import Callable
 
-from . import frames, tamper
+from . import codemap, frames, tamper
 
 _LOCK_TYPES = (_thread.LockType, _thread.RLock)
 _ACQUIRING = frozenset({"acquire", "acquire_lock", "__enter__", "_acquire_restore"})
@@ -35,6 +35,56 @@ _OWNER = re.compile(r"owner=(\d+)")
 _POOL_WORKER_CODE = __import__("concurrent.futures.thread").futures.thread._worker.__code__
 
 
+class OwnedLock:
+    """A ``threading.Lock`` that knows which thread holds it, for checks that must tell
+    "guarded by the thread that writes" from "some thread holds the lock".
+
+    Used as a Lock (``with``, ``acquire(blocking, timeout)``, ``release``, ``locked``). Its
+    code is the harness's, so under the controlled scheduler it is one atomic step; a call or
+    ``with`` that would block on it is seen at the caller's instruction and parked like one on
+    the Lock inside (a timed ``acquire`` may give up, as with a Lock). :meth:`held_here` says
+    whether the calling thread holds it.
+    """
+
+    __slots__ = ("_lock", "owner")
+
+    def __init__(self) -> None:
+        self._lock = tamper.allocate_lock()
+        self.owner: int | None = None
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        """Take the lock, as ``threading.Lock.acquire``."""
+        if self._lock.acquire(blocking, timeout):
+            self.owner = tamper.get_ident()
+            return True
+        return False
+
+    def release(self) -> None:
+        """Release the lock, as ``threading.Lock.release``."""
+        self.owner = None
+        self._lock.release()
+
+    def locked(self) -> bool:
+        """Whether any thread holds the lock."""
+        return self._lock.locked()
+
+    def held_here(self) -> bool:
+        """Whether the calling thread holds the lock."""
+        return self.owner == tamper.get_ident()
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def __repr__(self) -> str:
+        return f"<OwnedLock {'locked' if self.locked() else 'unlocked'} at {id(self):#x}>"
+
+
+_OWNED_ACQUIRING = {OwnedLock.acquire: "acquire", OwnedLock.__enter__: "__enter__"}
+
+
 class Wait:
     """A blocked thread's readiness test.
 
@@ -43,16 +93,21 @@ class Wait:
         what: Plain words for messages (``"acquire <lock>"``).
         timed: True when the call has a timeout: it may give up instead of deadlocking.
         idle: True for a pool worker waiting for work (not a deadlock when it stays so).
+        give_up: For a timed ``acquire`` in user code: ``give_up(frame)`` makes the paused
+            call return False at once (its timeout becomes 0). Such a wait is a schedule
+            choice: the scheduler may let it time out at any step while the lock is held,
+            as a loaded machine can, instead of only when no thread can move.
     """
 
-    __slots__ = ("ready", "what", "timed", "idle")
+    __slots__ = ("ready", "what", "timed", "idle", "give_up")
 
     def __init__(self, ready: Callable[[], bool], what: str, *, timed: bool = False,
-                 idle: bool = False):
+                 idle: bool = False, give_up: Callable[[types.FrameType], bool] | None = None):
         self.ready = ready
         self.what = what
         self.timed = timed
         self.idle = idle
+        self.give_up = give_up
 
 
 def _lock_ready(lock: object) -> Callable[[], bool]:
@@ -120,8 +175,18 @@ def at_call(frame: types.FrameType, count: int, kwnames: tuple,
     elif isinstance(function, types.BuiltinMethodType) and isinstance(
             function.__self__, _LOCK_TYPES) and function.__name__ in _ACQUIRING:
         owner, name = function.__self__, function.__name__
+    elif function in _OWNED_ACQUIRING and positional and isinstance(positional[0], OwnedLock):
+        owner, name = positional[0]._lock, _OWNED_ACQUIRING[function]
+        positional = positional[1:]
+    elif (isinstance(function, types.MethodType) and isinstance(function.__self__, OwnedLock)
+          and function.__func__ in _OWNED_ACQUIRING):
+        owner, name = function.__self__._lock, _OWNED_ACQUIRING[function.__func__]
     if owner is not None:
-        return function, _lock_wait(frame, owner, name, positional, keywords, finished_thread)
+        wait = _lock_wait(frame, owner, name, positional, keywords, finished_thread)
+        if (wait is not None and wait.timed and name == "acquire"
+                and codemap.info(frame.f_code).kind == codemap.USER):
+            wait.give_up = _timeout_slot(count, kwnames, len(positional))
+        return function, wait
     if function is _SIMPLE_QUEUE_GET and positional:
         return function, _queue_wait(frame, positional[0], positional[1:], keywords)
     if (isinstance(function, types.BuiltinMethodType)
@@ -133,6 +198,8 @@ def at_call(frame: types.FrameType, count: int, kwnames: tuple,
 def at_with(frame: types.FrameType) -> Wait | None:
     """The Wait for a ``with`` statement entering a lock that is held, or None."""
     manager = frames.peek(frame, 0)
+    if isinstance(manager, OwnedLock):
+        manager = manager._lock
     if isinstance(manager, _LOCK_TYPES):
         return Wait(_lock_ready(manager), f"enter `with` on {_name(manager)}")
     return None
@@ -157,6 +224,23 @@ def _lock_wait(frame: types.FrameType, lock: object, name: str, positional: list
             return Wait(lambda: bool(finished_thread(thread)),
                         f"join thread {getattr(thread, 'name', '?')}", timed=timed)
     return Wait(_lock_ready(lock), f"acquire {_name(lock)}", timed=timed)
+
+
+def _timeout_slot(count: int, kwnames: tuple,
+                  positional: int) -> Callable[[types.FrameType], bool] | None:
+    """How to make a paused ``lock.acquire(..., timeout)`` call give up: set its timeout to 0.
+
+    ``positional`` counts the call's positional arguments after the lock itself; the timeout
+    is the second of them (``acquire(True, 0.5)``) or the ``timeout`` keyword.
+    """
+    if "timeout" in kwnames:
+        index = count - len(kwnames) + kwnames.index("timeout")
+    elif positional >= 2:
+        index = count - len(kwnames) - positional + 1
+    else:
+        return None
+    below_top = count - 1 - index
+    return lambda frame: frames.poke(frame, below_top, 0)
 
 
 def _queue_wait(frame: types.FrameType, simple_queue: object, positional: list,

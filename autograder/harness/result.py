@@ -26,10 +26,12 @@ class Result:
         message: A plain-language explanation for the student.
         covered: True when ``explore`` tried every schedule of the program (a proof, within
             the harness's model), False when it sampled.
+        bound: The search bound a passing ``explore`` reached, in words (``"every schedule
+            with at most 1 preemption (212 schedules)"``); ``""`` when it only sampled.
     """
 
-    __slots__ = ("verdict", "schedule", "schedules_run", "message", "covered", "_timeline",
-                 "__weakref__")
+    __slots__ = ("verdict", "schedule", "schedules_run", "message", "covered", "bound",
+                 "_timeline", "__weakref__")
 
     def __init__(
         self,
@@ -39,13 +41,15 @@ class Result:
         schedules_run: int = 0,
         message: str = "",
         covered: bool = False,
+        bound: str = "",
         timeline: Timeline | None = None,
     ) -> None:
         if verdict not in VERDICTS:
             raise ValueError(f"verdict must be one of {VERDICTS}, not {verdict!r}")
         for name, value in (("verdict", verdict), ("schedule", schedule),
                             ("schedules_run", schedules_run), ("message", message),
-                            ("covered", covered), ("_timeline", timeline or Timeline())):
+                            ("covered", covered), ("bound", bound),
+                            ("_timeline", timeline or Timeline())):
             object.__setattr__(self, name, value)
 
     def __setattr__(self, name: str, value: object) -> None:

@@ -39,6 +39,11 @@ _DEADLOCK_GRACE_S = 0.03
 #: point of its cycle every time. The searched space is therefore the fair schedules: none lets
 #: one thread run more than ``FAIR_STEPS`` steps while another waits to run.
 FAIR_STEPS = 200
+#: How many times per run a thread's timed ``lock.acquire(timeout=...)`` (in user code) may be
+#: made to give up while another thread holds the lock, as a schedule choice. Code that ignores
+#: a failed acquire needs one to break; a retry loop stays a finite search. (When no thread can
+#: move at all, a timed wait still gives up, as often as it comes to that.)
+GIVE_UPS = 1
 _POLL_S = 0.001
 _WATCH_S = 0.02
 _TRACE_LIMIT = 20_000
@@ -53,7 +58,7 @@ _UNSHARED_VALUES = (
     types.ModuleType, types.FunctionType, types.MethodType, types.BuiltinFunctionType, type,
     _thread.LockType, _thread.RLock, threading.Condition, threading.Semaphore, threading.Event,
     threading.Barrier, threading.Thread, queue.Queue, queue.SimpleQueue,
-    concurrent.futures.Executor,
+    concurrent.futures.Executor, primitives.OwnedLock,
 )
 _PURE_BUILTINS = frozenset({
     abs, min, max, divmod, round, pow, hash, repr, format, chr, ord, bin, hex, oct,
@@ -136,6 +141,7 @@ class _Thread:
         self.wait: primitives.Wait | None = None
         self.blocked_on = ""
         self.timed_out = False
+        self.given_up = 0  # timed acquires this thread was made to give up as a choice
         self.atomic = False
         self.native = False
         self.expect_native = False
@@ -149,8 +155,10 @@ class Run:
     """Runs ``workers`` on ``state`` once, under ``strategy``; see :meth:`execute`."""
 
     def __init__(self, state: Any, workers: Sequence[Callable[[Any], Any]],
-                 strategy: Strategy, deadline: float):
+                 strategy: Strategy, deadline: float, *, callbacks: bool = False):
         self.state = state
+        #: Trace user code that library code calls back (see :func:`explore`'s ``callbacks``).
+        self.callbacks = callbacks
         self.workers = list(workers)
         self.strategy = strategy
         self.deadline = deadline
@@ -348,11 +356,19 @@ class Run:
             return atomic_local
 
         def global_trace(frame: types.FrameType, event: str, arg: Any) -> Any:
-            if me.atomic or run.stopping:
+            if run.stopping or (me.atomic and not run.callbacks):
                 return None
             code = frame.f_code
             entry = infos.get(id(code))
             info = entry[1] if entry is not None else codemap.info(code)
+            if me.atomic:
+                if info.kind != codemap.USER:
+                    return None
+                # User code a library call runs (a tf.function's Python body run eagerly):
+                # its visible instructions are decision points like any user code's.
+                frame.f_trace_lines = False
+                frame.f_trace_opcodes = True
+                return run._user_local(me, info.ops)
             if info.kind == codemap.LIBRARY:
                 me.atomic = True
                 frame.f_trace_lines = False
@@ -507,7 +523,7 @@ class Run:
                     if chosen is me:
                         me.wait = None
                         if me.timed_out or not blocked or wait.ready():
-                            self._timed_out_now(me)
+                            self._timed_out_now(me, frame, wait)
                             return
                         continue
                 me.parked = True
@@ -519,13 +535,18 @@ class Run:
                 raise _Abort
             if wait is None or me.timed_out or wait.ready():
                 me.wait = None
-                self._timed_out_now(me)
+                self._timed_out_now(me, frame, wait)
                 return
 
-    def _timed_out_now(self, me: _Thread) -> None:
-        """A timed wait given up on: the real call now sleeps out its timeout, with the turn."""
+    def _timed_out_now(self, me: _Thread, frame: types.FrameType | None = None,
+                       wait: Any = None) -> None:
+        """A timed wait given up on: a user-code ``acquire`` gets timeout 0 and returns False
+        at once; any other real call sleeps out its timeout, with the turn."""
         if me.timed_out:
             me.timed_out = False
+            if (wait is not None and wait.give_up is not None and frame is not None
+                    and not wait.ready() and wait.give_up(frame)):
+                return
             me.expect_native = True
 
     def _rejoin(self, me: _Thread) -> None:
@@ -577,7 +598,20 @@ class Run:
                     and not me.parked):
                 runnable.remove(me)
             if runnable:
-                return self._pick(me, can_continue, runnable)
+                # A timed acquire may give up at any step while its lock is held, as on a
+                # loaded machine: each such thread is one more choice (issue #18, class 3),
+                # GIVE_UPS times per thread and run (a retry loop would otherwise make the
+                # space of schedules endless).
+                giving_up = [t for t in self.threads if t.status == _RUNNABLE
+                             and not t.native and t.wait is not None
+                             and t.wait.give_up is not None and t.given_up < GIVE_UPS
+                             and t not in runnable]
+                chosen = self._pick(me, can_continue,
+                                    sorted(runnable + giving_up, key=lambda t: t.index))
+                if chosen in giving_up:
+                    chosen.timed_out = True
+                    chosen.given_up += 1
+                return chosen
             if any(t.native and t.status == _RUNNABLE for t in self.threads):
                 self._unlocked_nap()
                 continue

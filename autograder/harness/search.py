@@ -6,6 +6,16 @@
   it finds a bug of depth ``d`` with probability at least ``1 / (n * k^(d-1))`` per run.
 * :class:`Exhaustive`: depth-first enumeration of every schedule, one run per leaf; when it runs
   out of leaves the whole space has been covered.
+* :class:`DeviationBounded`: every schedule that departs at most ``k`` times from a fixed
+  default order
+  (delay bounding, Emmi, Qadeer and Rakamaric, POPL 2011): by default the running thread goes
+  on until it blocks or finishes, then the next runnable thread in round-robin order runs; one
+  deviation is any other choice at one decision point (a preemption, or another thread after
+  a block). Most races need just one (a preemption between a check and its act, between two
+  halves of an update, between taking two locks). With ``k = 1`` the space is the default
+  run's decision points times the other threads that could run there (grows like steps x
+  threads; ``k = 2`` like its square), tried fewest departures first, earliest first, in an
+  order no seed changes.
 * :class:`Replay`: follows a recorded schedule exactly.
 """
 
@@ -140,3 +150,72 @@ class Exhaustive:
                 return True
             self.stack.pop()
         return False
+
+
+class DeviationBounded:
+    """Every schedule with at most ``bound`` departures from the default order, fewest first.
+
+    A plan lists the decision points that depart and which other thread each one takes; the
+    empty plan is the default schedule. Each run records how many threads could run at each
+    point after its plan's last departure; every plan with fewer than ``bound`` departures
+    then adds the plans that depart once more, at one of those points, to the queue. Plans run
+    breadth first: every schedule with one departure before any with two. Call
+    :meth:`advance` after each run; it returns False once the queue is empty. ``deviated`` is
+    set when the program did not repeat a plan's prefix (then the space is not known to be
+    covered); ``pruned`` when a choice was left out because of the bound.
+    """
+
+    def __init__(self, bound: int = 1) -> None:
+        self.bound = bound
+        self.queue: list[tuple[tuple[int, int], ...]] = [()]
+        self.plan: tuple[tuple[int, int], ...] = ()
+        self.departs: dict[int, int] = {}
+        self.widths: list[int] = []
+        self.position = 0
+        self.last: int | None = None
+        self.deviated = False
+        self.pruned = False
+        #: Plans run so far with each number of departures.
+        self.runs_by_depth: dict[int, int] = {}
+
+    def choose(self, step: int, current: int | None, runnable: list[int]) -> int:
+        """See :class:`scheduler.Strategy`."""
+        if self.position == 0:
+            self.plan = self.queue.pop(0)
+            self.departs = dict(self.plan)
+            self.widths = []
+            self.last = None
+            depth = len(self.plan)
+            self.runs_by_depth[depth] = self.runs_by_depth.get(depth, 0) + 1
+        position = self.position
+        self.position += 1
+        default = current if current is not None else self._next_after(runnable)
+        alternatives = [default] + [i for i in runnable if i != default]
+        chosen = default
+        if position in self.departs:
+            wanted = self.departs[position]
+            if wanted < len(alternatives):
+                chosen = alternatives[wanted]
+            else:
+                self.deviated = True
+        self.widths.append(len(alternatives))
+        self.last = chosen
+        return chosen
+
+    def advance(self) -> bool:
+        """Queue the plans that depart once more; False when no plan is left."""
+        after = self.plan[-1][0] + 1 if self.plan else 0
+        for position in range(after, len(self.widths)):
+            for alternative in range(1, self.widths[position]):
+                if len(self.plan) < self.bound:
+                    self.queue.append((*self.plan, (position, alternative)))
+                else:
+                    self.pruned = True
+        self.position = 0
+        return bool(self.queue)
+
+    def _next_after(self, runnable: list[int]) -> int:
+        """Round-robin: the first runnable thread after the one that ran last."""
+        if self.last is None:
+            return runnable[0]
+        return next((i for i in runnable if i > self.last), runnable[0])

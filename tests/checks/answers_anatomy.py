@@ -36,6 +36,8 @@ CORRECT_SCHEDULES = {
     "bob_first_by_hand": ("v1:1>1,3>0,9>1", "v1:1>0,4>1,7>0,10>1"),
     "minimal_switches": ("v1:1>0,3>1", "v1:1>1,4>0,7>1"),
     "with_spaces_around": ("  v1:1>0,3>1,9>0\n", " v1:1>1,2>0,5>1,10>0 "),
+    # Spaces anywhere are allowed and ignored (issue #18: say so in the lesson).
+    "with_spaces_inside": ("v1: 1>0, 3>1, 9>0", "v1:1 > 0, 2 > 1, 5 > 0, 10 > 1"),
 }
 
 

@@ -419,6 +419,55 @@ def move_one_lock_at_a_time(src: Any, dst: Any, n: int) -> bool:
     return True
 
 
+def move_checked_then_moved_in_two_regions(src: Any, dst: Any, n: int) -> bool:
+    """Wrong: the check holds the source's lock, the move holds both, but the lock is let go
+    in between, so another move can take the slots first (issue #18, class 2: 200 seeded
+    schedules missed it for 12 seeds in a row; one preemption exposes it)."""
+    with src.lock:
+        enough = src.slots >= n
+    if not enough:
+        return False
+    first, second = (src, dst) if src.name < dst.name else (dst, src)
+    with first.lock, second.lock:
+        src.slots -= n
+        dst.slots += n
+    return True
+
+
+def move_timed_acquire_unchecked(src: Any, dst: Any, n: int) -> bool:
+    """Wrong: timed acquires (no deadlock) whose failure is ignored: when one gives up, the
+    slots are read and changed without that replica's lock (issue #18, class 3)."""
+    got_src = src.lock.acquire(timeout=0.5)
+    got_dst = dst.lock.acquire(timeout=0.5)
+    try:
+        if src.slots < n:
+            return False
+        src.slots -= n
+        dst.slots += n
+        return True
+    finally:
+        if got_dst:
+            dst.lock.release()
+        if got_src:
+            src.lock.release()
+
+
+def move_backing_off(src: Any, dst: Any, n: int) -> bool:
+    """Correct, unusual: locks in argument order, but a timed acquire of the second that
+    fails gives everything back and reports no move (no deadlock, nothing changed)."""
+    with src.lock:
+        if not dst.lock.acquire(True, 0.05):
+            return False
+        try:
+            if src.slots < n:
+                return False
+            src.slots -= n
+            dst.slots += n
+            return True
+        finally:
+            dst.lock.release()
+
+
 WRONG_MOVES = [
     move_in_argument_order,
     move_locking_source_only,
@@ -426,8 +475,10 @@ WRONG_MOVES = [
     move_under_one_global_lock,
     move_checking_before_locking,
     move_ordered_by_free_slots,
+    move_checked_then_moved_in_two_regions,
+    move_timed_acquire_unchecked,
 ]
-CORRECT_MOVES = [move_ordered_by_id, move_one_lock_at_a_time]
+CORRECT_MOVES = [move_ordered_by_id, move_one_lock_at_a_time, move_backing_off]
 
 
 # --------------------------------------------------------------------------- ModelSlot

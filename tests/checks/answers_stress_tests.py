@@ -106,8 +106,14 @@ def barrier_miscounted(make_ledger: Any) -> None:
         thread.join()
 
 
+def one_writer_with_reader(make_ledger: Any) -> None:
+    """Wrong: one writer and a checking reader: torn snapshots are seen, but one writer can
+    never lose an update to another (issue #18, class 7)."""
+    _hammer(make_ledger, threads=1, records=300, barrier=True, reader=True)
+
+
 WRONG_STRESS = [single_thread, few_threads_no_barrier, final_totals_only, stricter_than_contract,
-                retry_until_green, barrier_miscounted]
+                retry_until_green, barrier_miscounted, one_writer_with_reader]
 
 
 def pool_with_checker(make_ledger: Any) -> None:
@@ -175,7 +181,65 @@ def event_start_mixed_rows(make_ledger: Any) -> None:
     assert ledger.totals() == (320, 1280), f"expected (320, 1280), saw {ledger.totals()}"
 
 
-CORRECT_STRESS = [pool_with_checker, event_start_mixed_rows]
+def condition_start_queue_of_snapshots(make_ledger: Any) -> None:
+    """Correct, other primitives: a Condition starts the writers, the reader hands each
+    snapshot to a queue, and the main thread checks them after the run."""
+    import queue
+
+    ledger = make_ledger()
+    data = batch(5)
+    ready = threading.Condition()
+    started = [False]
+    snapshots: queue.SimpleQueue[tuple[int, int]] = queue.SimpleQueue()
+    writing = threading.Event()
+    writing.set()
+
+    def wait_start() -> None:
+        with ready:
+            ready.wait_for(lambda: started[0])
+
+    def write() -> None:
+        wait_start()
+        for _ in range(60):
+            ledger.record(data)
+
+    def read() -> None:
+        wait_start()
+        while writing.is_set():
+            snapshots.put(ledger.totals())
+
+    writers = [threading.Thread(target=write) for _ in range(5)]
+    reader = threading.Thread(target=read)
+    for thread in [reader, *writers]:
+        thread.start()
+    with ready:
+        started[0] = True
+        ready.notify_all()
+    for thread in writers:
+        thread.join()
+    writing.clear()
+    reader.join()
+    while not snapshots.empty():
+        requests, rows = snapshots.get()
+        assert rows == 5 * requests, f"torn snapshot ({requests}, {rows})"
+    assert ledger.totals() == (300, 1500), f"expected (300, 1500), saw {ledger.totals()}"
+
+
+def demo_reader_keeps_every_torn_snapshot() -> Any:
+    """Correct (the demo class's ``correct`` student): readers loop until the writers are done
+    and keep every torn snapshot, so their work grows with the machine's speed unless a read
+    costs what a real one does (issue #18, class 8: 3 GB kernels with one grading worker)."""
+    from grading_runs import demo_answer
+
+    from autograder.checks import stress_tests
+
+    return demo_answer("demo/correct/05_stress.py", "ex_stress_ledger", "stress_ledger",
+                       renamed="demo_reader_keeps_every_torn_snapshot",
+                       setup={"threading": threading, "stress_tests": stress_tests})
+
+
+CORRECT_STRESS = [pool_with_checker, event_start_mixed_rows, condition_start_queue_of_snapshots,
+                  demo_reader_keeps_every_torn_snapshot()]
 
 # --------------------------------------------------------------------------- measure
 
@@ -333,8 +397,37 @@ def explore_too_strict(make_ledger: Any) -> Any:
     return _explore(make_ledger, "wwr", strict=True)
 
 
+def explore_one_writer_checked(make_ledger: Any) -> Any:
+    """Wrong: one writer and a reader whose snapshots are checked: every torn snapshot is
+    found, but one writer can never lose an update (issue #18, class 7)."""
+    return _explore(make_ledger, "wr")
+
+
+def explore_writers_then_reader(make_ledger: Any) -> Any:
+    """Wrong: the reader runs only after both writers are done (it joins them first), so it
+    never meets a record in progress: no torn snapshot and no deadlock can be seen."""
+    def setup() -> dict[str, Any]:
+        return {"ledger": make_ledger(), "seen": [], "done": threading.Semaphore(0)}
+
+    def writer(state: dict[str, Any]) -> None:
+        state["ledger"].record(batch(ROWS))
+        state["done"].release()
+
+    def reader(state: dict[str, Any]) -> None:
+        state["done"].acquire()
+        state["done"].acquire()
+        state["seen"].append(state["ledger"].totals())
+
+    def check(state: dict[str, Any]) -> None:
+        for requests, rows in state["seen"]:
+            assert rows == ROWS * requests, f"torn snapshot {(requests, rows)}"
+        assert state["ledger"].totals() == (2, 2 * ROWS), "lost update"
+
+    return explore(setup, [writer, writer, reader], check, seed=0, max_schedules=150)
+
+
 WRONG_EXPLORES = [explore_no_reader, explore_final_only, explore_one_writer_unchecked,
-                  explore_too_strict]
+                  explore_too_strict, explore_one_writer_checked, explore_writers_then_reader]
 
 
 def explore_two_readers(make_ledger: Any) -> Any:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import queue
 import threading
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -156,9 +157,53 @@ def numpy_rng_augment(images, seed):
     return images.enumerate().map(one, num_parallel_calls=AUTOTUNE)
 
 
+def _seeded_augment(images: Any, seed: int, shift: Any, flip: Any) -> Any:
+    """Per-element stateless seeds, deterministic order; ``shift(seeds)`` and ``flip(seeds)``
+    draw the shift and the flip decision: the wrong answers below differ only there."""
+    def one(index, image):
+        seeds = tf.random.experimental.stateless_split(tf.stack([index, seed]), num=2)
+        image = image + shift(seeds[0])
+        return tf.where(flip(seeds[1]), tf.reverse(image, axis=[1]), image)
+
+    return images.enumerate().map(one, num_parallel_calls=AUTOTUNE, deterministic=True)
+
+
+def brighter_only_augment(images, seed):
+    """Shifts drawn from [0, MAX_DELTA]: right size, wrong sign (issue #18, class 6)."""
+    return _seeded_augment(
+        images, seed, lambda s: tf.random.stateless_uniform([], s, 0.0, tfdata.MAX_DELTA),
+        lambda s: tf.random.stateless_uniform([], s) < 0.5)
+
+
+def narrow_shift_augment(images, seed):
+    """Shifts drawn from [-MAX_DELTA / 10, MAX_DELTA / 10]: within bounds, far too narrow."""
+    return _seeded_augment(
+        images, seed,
+        lambda s: tf.random.stateless_uniform([], s, -tfdata.MAX_DELTA / 10,
+                                              tfdata.MAX_DELTA / 10),
+        lambda s: tf.random.stateless_uniform([], s) < 0.5)
+
+
+def rare_flip_augment(images, seed):
+    """A flip "sometimes": with probability 0.05 instead of 1/2."""
+    return _seeded_augment(
+        images, seed,
+        lambda s: tf.random.stateless_uniform([], s, -tfdata.MAX_DELTA, tfdata.MAX_DELTA),
+        lambda s: tf.random.stateless_uniform([], s) < 0.05)
+
+
+def bernoulli_flip_augment(images, seed):
+    """Correct, unusual: the flip decided by a stateless binomial draw, the shift uniform."""
+    return _seeded_augment(
+        images, seed,
+        lambda s: tf.random.stateless_uniform([], s, -tfdata.MAX_DELTA, tfdata.MAX_DELTA),
+        lambda s: tf.random.stateless_binomial([], s, 1, 0.5) > 0)
+
+
 WRONG_AUGMENTS = [stateful_augment, shared_generator_augment, one_seed_augment,
-                  unordered_augment]
-CORRECT_AUGMENTS = [split_seed_augment, numpy_rng_augment]
+                  unordered_augment, brighter_only_augment, narrow_shift_augment,
+                  rare_flip_augment]
+CORRECT_AUGMENTS = [split_seed_augment, numpy_rng_augment, bernoulli_flip_augment]
 
 
 # --------------------------------------------------------------------------- fast_pipeline
@@ -201,5 +246,28 @@ def interleave_pipeline(read, transform, n):
             .map(_py(transform), num_parallel_calls=AUTOTUNE).prefetch(AUTOTUNE))
 
 
-WRONG_PIPELINES = [prefetch_only_pipeline, unordered_pipeline, python_loop_pipeline]
-CORRECT_PIPELINES = [one_map_pipeline, interleave_pipeline]
+def unordered_transform_pipeline(read, transform, n):
+    """Parallel reads in order, then a transform map with ``deterministic=False``: the slow,
+    uneven reads of the timing run pace the transforms so they finish in order, and it passed
+    (issue #18, class 5); records that finish in reverse pairs show the reordering."""
+    return (tf.data.Dataset.range(n)
+            .map(_py(read), num_parallel_calls=AUTOTUNE, deterministic=True)
+            .map(_py(transform), num_parallel_calls=AUTOTUNE, deterministic=False)
+            .prefetch(AUTOTUNE))
+
+
+def options_deterministic_pipeline(read, transform, n):
+    """Correct, unusual: maps without ``deterministic=``, order kept by ``tf.data.Options``
+    (``deterministic = True``), which also governs the parallel maps."""
+    options = tf.data.Options()
+    options.deterministic = True
+    return (tf.data.Dataset.range(n)
+            .map(_py(read), num_parallel_calls=AUTOTUNE)
+            .map(_py(transform), num_parallel_calls=AUTOTUNE)
+            .prefetch(AUTOTUNE)
+            .with_options(options))
+
+
+WRONG_PIPELINES = [prefetch_only_pipeline, unordered_pipeline, python_loop_pipeline,
+                   unordered_transform_pipeline]
+CORRECT_PIPELINES = [one_map_pipeline, interleave_pipeline, options_deterministic_pipeline]

@@ -326,10 +326,25 @@ def find_conflicts_grouped(log):
     return sorted(pairs)
 
 
+def find_conflicts_both_directions(log):
+    """Checks every ordered pair and reports each conflict as it meets it, normalised to
+    ``(min, max)``: every pair twice, where the spec says each pair once (issue #18, class 6:
+    compared as a set, it passed)."""
+    found = set(_conflicts(log))
+    return [(min(i, j), max(i, j)) for i in range(len(log)) for j in range(len(log))
+            if i != j and (min(i, j), max(i, j)) in found]
+
+
+def find_conflicts_as_generator(log):
+    """Correct, unusual: a generator of lists ``[i, j]`` (not a list of tuples), each once."""
+    return ([i, j] for i, j in _conflicts(log))
+
+
 WRONG_FIND_CONFLICTS = [find_conflicts_touching, find_conflicts_read_read,
                         find_conflicts_ignores_locks, find_conflicts_any_lock,
-                        find_conflicts_neighbours]
-CORRECT_FIND_CONFLICTS = [find_conflicts_sweep, find_conflicts_grouped]
+                        find_conflicts_neighbours, find_conflicts_both_directions]
+CORRECT_FIND_CONFLICTS = [find_conflicts_sweep, find_conflicts_grouped,
+                          find_conflicts_as_generator]
 
 
 # --------------------------------------------------------------------------- publish_locked

@@ -374,7 +374,55 @@ class RLockDictLazyModel:
         return model
 
 
+class LockMadeOnFirstUseLazyModel:
+    """The lock itself is created check-then-act on the first ``get()``: two first callers can
+    each make their own lock and both build (issue #18, class 1: 0 in 3,000 real trials under
+    the GIL; ``explore`` finds it)."""
+
+    def __init__(self, factory: Any, input_shape: tuple[int, ...]) -> None:
+        self.factory, self.input_shape, self.model = factory, input_shape, None
+        self.lock: Any = None
+
+    def get(self) -> Any:
+        if self.lock is None:
+            self.lock = threading.Lock()
+        with self.lock:
+            if self.model is None:
+                model = self.factory()
+                model(_zeros(self.input_shape))
+                self.model = model
+            return self.model
+
+
+class ConditionLazyModel:
+    """Correct, unusual: the first caller builds outside any lock while the others wait on a
+    Condition until it publishes the built model."""
+
+    def __init__(self, factory: Any, input_shape: tuple[int, ...]) -> None:
+        self.factory, self.input_shape = factory, input_shape
+        self.model: Any = None
+        self.building = False
+        self.ready = threading.Condition()
+
+    def get(self) -> Any:
+        with self.ready:
+            if self.model is None and not self.building:
+                self.building = True
+                builder = True
+            else:
+                builder = False
+                self.ready.wait_for(lambda: self.model is not None)
+        if builder:
+            model = self.factory()
+            model(_zeros(self.input_shape))
+            with self.ready:
+                self.model = model
+                self.ready.notify_all()
+        return self.model
+
+
 WRONG_LAZY_MODELS = [
+    LockMadeOnFirstUseLazyModel,
     NoLockLazyModel,
     LockPerCallLazyModel,
     PublishBeforeBuildLazyModel,
@@ -383,4 +431,4 @@ WRONG_LAZY_MODELS = [
     CachedFactoryLazyModel,
     EagerLazyModel,
 ]
-CORRECT_LAZY_MODELS = [LockEverythingLazyModel, RLockDictLazyModel]
+CORRECT_LAZY_MODELS = [LockEverythingLazyModel, RLockDictLazyModel, ConditionLazyModel]

@@ -11,14 +11,14 @@ The correct answers are two per exercise written differently from the lesson's s
 ``solutions/02_mutex.py``) runs once. ``answers_mutex.py`` says what each wrong answer gets
 wrong.
 
-How many schedules the checks need (``mutex.SCHEDULES`` = 200, seed ``mutex.SEED`` = 2),
-measured with the harness this lesson was written against: with the grading seed every wrong
-answer is found within 60 schedules (most in 1-31). Over seeds 0-19 (400 schedules each)
-every wrong answer was found with every seed; the slowest were the cache whose per-key locks
-are created check-then-act (18-234 schedules, the only one above 200, once), the model slot
-whose per-call lock reads version and model apart (17-167), the unlocked model slot (17-125)
-and the deadlocking move in argument order (17-118). A correct answer runs all 200
-schedules, about 0.5-1 s on the shared 2-core machine.
+Search bound (issue #18, class 2): every check first runs every schedule with at most one
+preemption or other departure from round-robin order, in a depth-first order no seed changes
+(``explore``'s bounded phase), then ``mutex.SAMPLES`` seeded samples; ``mutex.SCHEDULES``
+only caps an unusually long answer. So a race that one preemption exposes fails whatever the
+seed: ``move_checked_then_moved_in_two_regions`` (a check under one locked region, the move
+under another), which 200 seeded schedules used to miss for 12 seeds in a row, fails on
+every seed below. Timed acquires that may give up are schedule choices, and a replica's
+slots count as guarded only while the accessing thread holds its lock (class 3).
 """
 
 from __future__ import annotations
@@ -82,6 +82,26 @@ def test_deadlocking_move_is_a_deadlock_verdict_naming_both_blocked_movers() -> 
     assert "worker 1 waits to enter `with` on Lock" in result.message
     assert "in move_a_to_b" in result.message and "in move_b_to_a" in result.message
     assert result.message.count("with dst.lock:") >= 2
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_shallow_race_is_found_whatever_the_seed(seed: int) -> None:
+    result = mutex.run_move_slots(answers.move_checked_then_moved_in_two_regions, seed=seed)
+    assert result.verdict == "race", result.message
+
+
+def test_a_pass_states_the_search_bound_it_reached() -> None:
+    result = mutex.run_move_slots(_SOLVED["move_slots"])
+    assert result.ok, result.message
+    assert result.bound.startswith("every schedule with at most 1 preemption"), result.bound
+    assert result.bound in result.message
+
+
+def test_timed_acquire_that_gives_up_is_unguarded_even_while_another_thread_holds_the_lock(
+        ) -> None:
+    result = mutex.run_move_slots(answers.move_timed_acquire_unchecked)
+    assert result.verdict == "race", result.message
+    assert "without holding" in result.message
 
 
 def test_acquire_without_finally_is_a_deadlock_verdict_not_a_hang() -> None:

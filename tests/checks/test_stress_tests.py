@@ -3,9 +3,12 @@
 Each parametrized test runs the exercise's real hidden check (``autograder.checks.stress_tests``)
 20 times in this process, as 20 grading runs would.
 
-- ``stress_ledger`` is graded with real threads: the student's test runs against 6 racy and 5
+- ``stress_ledger`` is graded with real threads: the student's test runs against 7 racy and 5
   correct hidden ledgers (each racy one has a GIL-releasing TensorFlow call inside its race
-  window). This check is not deterministic, which is why the 20 runs matter: the correct
+  window; they fail differently: torn snapshots only, lost updates only, or both). Every
+  ``totals()`` of a hidden ledger costs a TF call, so a reader loop bounded by time makes
+  about as many reads as the writers make records (issue #18, class 8). This check is not
+  deterministic, which is why the 20 runs matter: the correct
   answers must catch every racy ledger in every run. Grading stops at the first wrong
   verdict, so wrong answers are cheap. The answer that hangs is graded with a 1 s budget
   instead of the real 20 s (the verdict, "hung", does not depend on the budget) to keep this
@@ -13,7 +16,10 @@ Each parametrized test runs the exercise's real hidden check (``autograder.check
 - ``measure`` is graded on sleeping servers whose physics is known (real threads, real
   clocks); the checks allow for a loaded machine (sleeps only ever take longer).
 - ``explore_ledger`` is graded with the controlled scheduler: the student's own ``explore``
-  call with a fixed seed, so its verdicts are deterministic; the 20 runs prove it.
+  call with a fixed seed, so its verdicts are deterministic; the 20 runs prove it. The hidden
+  racy ledgers fail differently (lost updates only, torn snapshots only, both, a lock-order
+  deadlock), so an explorer with one writer, or without a reader running during a record,
+  fails (issue #18, class 7).
 """
 
 from __future__ import annotations
@@ -84,6 +90,37 @@ def test_hidden_sets_are_big_enough_and_names_are_hidden() -> None:
     stress_tests.check_stress_test(lambda make: seen.append(type(make()).__name__),
                                    racy=[], correct=stress_tests.CORRECT)
     assert set(seen) == {"Ledger"}
+
+
+def test_a_reader_looping_until_the_writers_are_done_reads_in_step_with_them() -> None:
+    """Class 8 of issue #18: a reader bounded by time (``while not done``) used to read a
+    hidden ledger millions of times a second (a 3 GB kernel when it kept every torn
+    snapshot); each read now costs a GIL-releasing TF call, so reads follow the records, on
+    any machine (measured: fewer reads than records; before: 6 million in 2 s)."""
+    records = 200
+    reads: list[int] = []
+
+    def counting_test(make_ledger: Any) -> None:
+        ledger = make_ledger()
+        done = threading.Event()
+        seen = [0]
+
+        def read() -> None:
+            while not done.is_set():
+                ledger.totals()
+                seen[0] += 1
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        for _ in range(records):
+            ledger.record(stress_tests.batch(2))
+        done.set()
+        reader.join()
+        reads.append(seen[0])
+
+    stress_tests.grade_against(counting_test, racy=[], correct=[stress_tests.TupleLedger,
+                                                                stress_tests.LockedLedger])
+    assert len(reads) == 2 and max(reads) <= 100 * records, reads
 
 
 def test_a_hanging_test_is_a_bounded_verdict_not_a_hang() -> None:

@@ -17,7 +17,11 @@ through its check with ``trials=1`` over many seeds, on the shared, loaded 2-cor
 - ``LazyModel`` (4 trials): the 4 racy answers failed 30 of 30 single trials (late threads
   are sent in while the model is being built; the factory is slow enough for every unlocked
   caller to pass the check); miss per run < 1.7e-4 at the lower bound. The other 3 fail on one
-  thread, before any thread starts, every time.
+  thread, before any thread starts, every time. Then ``explore`` (two threads, one warm model
+  the factory hands out, every schedule with at most two preemptions: 40-640 schedules) finds
+  races in the answer's own Python around the Keras calls, deterministically, whatever the
+  seed: ``LockMadeOnFirstUseLazyModel`` (the lock itself created check-then-act; issue #18,
+  class 1) fails only there.
 
 Wrong answers run in a child process. A cold model built from several threads at once can
 crash TensorFlow itself (a segmentation fault inside Keras's weight initialisation was seen once
@@ -149,6 +153,13 @@ def test_cold_model_race_is_reported_as_an_error_in_a_worker_with_its_picture():
     assert "raised" in result.message
     figure = result.figure()
     assert len(figure.axes[0].get_yticklabels()) == warmup.THREADS
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_lock_made_check_then_act_is_found_by_explore_whatever_the_seed(seed):
+    result = warmup.run_lazy_model_explore(answers.LockMadeOnFirstUseLazyModel, seed=seed)
+    assert result.verdict == "race", result.message
+    assert "the factory ran 2 times" in result.message
 
 
 def test_duplicate_weights_from_a_racy_build_are_reported():

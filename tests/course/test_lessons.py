@@ -1,10 +1,13 @@
-"""Every lesson source runs top to bottom as a student would run it, with its hidden tests."""
+"""Every lesson source runs top to bottom as a student would run it, with its hidden tests,
+and every claim its demonstrations record (``autograder.lesson.claim``) holds."""
 
+import json
 import time
 
 import nbclient
 import pytest
 
+from autograder import lesson as lesson_helpers
 from autograder.pipeline.source import find_lessons, read_lesson
 from tests.conftest import REPO
 
@@ -20,14 +23,54 @@ def errors_in(notebook) -> list[str]:
     return found
 
 
+def read_claims(path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def test_claim_records_and_reports(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "claims.jsonl"
+    monkeypatch.setenv(lesson_helpers.CLAIMS_ENV, str(path))
+    monkeypatch.delenv(lesson_helpers.GRADING_ENV, raising=False)
+    lesson_helpers.claim("held", 3 > 2)
+    lesson_helpers.claim("did not hold", [])
+    assert read_claims(path) == [{"claim": "held", "held": True},
+                                 {"claim": "did not hold", "held": False}]
+    printed = capsys.readouterr().out
+    assert "Shown: held" in printed and "NOT shown by this run: did not hold" in printed
+    monkeypatch.setenv(lesson_helpers.GRADING_ENV, "1")
+    lesson_helpers.claim("while grading", False)
+    assert len(read_claims(path)) == 2, "a grading kernel must not record claims"
+
+
+def test_lost_update_figure_labels_each_step_with_what_it_saw():
+    from autograder.harness import timeline
+
+    events = [(0, "read 0"), (1, "read 0"), (1, "write 1"), (0, "write 1")]
+    drawn = timeline.from_events(["worker 0", "worker 1"], events, failure="1, not 2")
+    assert [(s.lane, s.start, s.end, s.label) for s in drawn.segments] == [
+        (0, 0, 1, "read 0"), (1, 1, 2, "read 0"), (1, 2, 3, "write 1"), (0, 3, 4, "write 1")]
+    assert drawn.switches == [1, 3]
+    assert [(m.lane, m.at, m.label) for m in drawn.marks] == [(0, 4, "1, not 2")]
+    texts = {t.get_text() for t in timeline.draw(drawn).axes[0].texts}
+    assert {"read 0", "write 1", "1, not 2"} <= texts
+
+
 @pytest.mark.parametrize("lesson", LESSONS, ids=[lesson.name for lesson in LESSONS])
-def test_solution_runs_top_to_bottom_without_error(lesson, tmp_path, monkeypatch):
-    monkeypatch.delenv("RACELAB_GRADING", raising=False)
+def test_solution_runs_top_to_bottom_and_its_claims_hold(lesson, tmp_path, monkeypatch):
+    monkeypatch.delenv(lesson_helpers.GRADING_ENV, raising=False)
+    claims_file = tmp_path / "claims.jsonl"
+    monkeypatch.setenv(lesson_helpers.CLAIMS_ENV, str(claims_file))
     notebook = read_lesson(lesson)
     started = time.monotonic()
     client = nbclient.NotebookClient(notebook, timeout=300, allow_errors=True,
                                      resources={"metadata": {"path": str(tmp_path)}})
     client.execute()
     seconds = time.monotonic() - started
-    print(f"{lesson.name}: ran top to bottom in {seconds:.1f} s")
+    claims = read_claims(claims_file)
+    print(f"{lesson.name}: ran top to bottom in {seconds:.1f} s; {len(claims)} claims")
     assert errors_in(notebook) == []
+    assert claims, f"{lesson.name} recorded no claim: each demonstration records what it shows"
+    failed = [c["claim"] for c in claims if not c["held"]]
+    assert not failed, f"{lesson.name}: claims that did not hold in this run: {failed}"

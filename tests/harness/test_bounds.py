@@ -1,0 +1,170 @@
+"""Issue #18's harness classes: a stated, seed-independent search bound (class 2), timed waits
+as schedule choices and locks that know their holder (class 3), and user code a library call
+runs back interleaved on request (class 1, class 4)."""
+
+import threading
+from types import SimpleNamespace
+
+import pytest
+
+from autograder.harness import explore, replay
+from autograder.harness.primitives import OwnedLock
+from autograder.harness.search import DeviationBounded
+
+
+def _check_then_act_in_two_regions():
+    """A check under the lock, the act under the lock again: one preemption breaks it."""
+    def setup():
+        return SimpleNamespace(lock=threading.Lock(), stock=1, sold=0)
+
+    def buy(state):
+        with state.lock:
+            enough = state.stock >= 1
+        if enough:
+            with state.lock:
+                state.stock -= 1
+                state.sold += 1
+
+    def check(state):
+        assert state.stock >= 0, f"stock went to {state.stock}"
+
+    return setup, [buy, buy], check
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_one_preemption_race_is_found_in_the_bounded_phase_whatever_the_seed(seed):
+    result = explore(*_check_then_act_in_two_regions(), seed=seed, max_schedules=200)
+    assert result.verdict == "race", result.message
+    bounded = explore(*_check_then_act_in_two_regions(), seed=seed, strategy="bounded")
+    assert bounded.verdict == "race" and bounded.schedules_run == result.schedules_run
+
+
+def test_a_pass_states_the_bound_and_a_bounded_search_stops_there():
+    setup, workers, _ = _check_then_act_in_two_regions()
+    result = explore(setup, workers, lambda state: True, strategy="bounded")
+    assert result.ok, result.message
+    assert result.bound.startswith("every schedule with at most 1 preemption")
+    assert result.bound in result.message
+    first = explore(setup, workers, lambda state: True, seed=1, max_schedules=10_000,
+                    samples=5)
+    assert first.schedules_run == result.schedules_run + 5
+
+
+def test_one_deviation_enumerates_each_other_choice_at_each_point_once():
+    strategy = DeviationBounded(1)
+    runs = []
+    while True:
+        runs.append([strategy.choose(step, None if step == 1 else 0, [0, 1])
+                     for step in (1, 2, 3)])
+        if not strategy.advance():
+            break
+    assert runs == [[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]]
+    assert strategy.pruned and not strategy.deviated
+
+
+def test_two_deviations_add_every_second_departure_after_the_first():
+    strategy = DeviationBounded(2)
+    runs = []
+    while True:
+        runs.append([strategy.choose(step, None if step == 1 else 0, [0, 1])
+                     for step in (1, 2, 3)])
+        if not strategy.advance():
+            break
+    assert runs == [[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1],
+                    [1, 1, 0], [1, 0, 1], [0, 1, 1]]
+    assert strategy.runs_by_depth == {0: 1, 1: 3, 2: 3}
+
+
+def _timed_box(worker):
+    def setup():
+        return SimpleNamespace(lock=threading.Lock(), count=0)
+
+    def check(state):
+        assert state.count == 2, f"count {state.count}"
+
+    return setup, [worker, worker], check
+
+
+def test_a_timed_acquire_whose_failure_is_ignored_is_broken_by_a_give_up():
+    def add(state):
+        got = state.lock.acquire(timeout=30)
+        seen = state.count
+        state.count = seen + 1
+        if got:
+            state.lock.release()
+
+    result = explore(*_timed_box(add), max_schedules=200)
+    assert result.verdict == "race", result.message
+    again = replay(*_timed_box(add), result.schedule)
+    assert again.verdict == "race", again.message
+
+
+def test_a_timed_acquire_that_retries_passes_and_gives_up_at_once():
+    def add(state):
+        while not state.lock.acquire(True, 30):
+            pass
+        try:
+            state.count += 1
+        finally:
+            state.lock.release()
+
+    result = explore(*_timed_box(add), max_schedules=100, timeout_s=20)
+    assert result.ok, result.message
+    assert result.bound, result.message
+
+
+def test_an_owned_lock_is_held_here_only_by_the_thread_that_took_it():
+    lock = OwnedLock()
+    seen = []
+    with lock:
+        seen.append(lock.held_here())
+        other = threading.Thread(target=lambda: seen.append(lock.held_here()))
+        other.start()
+        other.join()
+    seen.append(lock.held_here())
+    assert seen == [True, False, False]
+    assert not lock.locked()
+
+
+def test_an_owned_lock_blocks_under_the_scheduler_like_a_lock():
+    def setup():
+        return SimpleNamespace(lock=OwnedLock(), count=0, unguarded=0)
+
+    def add(state):
+        with state.lock:
+            seen = state.count
+            state.unguarded += not state.lock.held_here()
+            state.count = seen + 1
+
+    def check(state):
+        assert state.count == 2 and not state.unguarded
+
+    result = explore(setup, [add, add], check, max_schedules=100)
+    assert result.ok, result.message
+
+
+def test_callbacks_interleave_user_code_that_library_code_calls(tmp_path, monkeypatch):
+    library = tmp_path / "site-packages"
+    library.mkdir()
+    (library / "racelab_fake_runner.py").write_text("def run(function, state):\n"
+                                                    "    return function(state)\n")
+    monkeypatch.syspath_prepend(str(library))
+    import racelab_fake_runner
+
+    def bump(state):
+        seen = state.count
+        state.count = seen + 1
+
+    def setup():
+        return SimpleNamespace(count=0)
+
+    def worker(state):
+        racelab_fake_runner.run(bump, state)
+
+    def check(state):
+        assert state.count == 2
+
+    atomic = explore(setup, [worker, worker], check, max_schedules=50)
+    traced = explore(setup, [worker, worker], check, max_schedules=50, callbacks=True)
+    assert atomic.ok, atomic.message
+    assert traced.verdict == "race", traced.message
