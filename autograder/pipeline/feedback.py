@@ -112,27 +112,34 @@ def write_executed(executed: nbformat.NotebookNode, autograded: Path, notes: lis
     nbformat.write(executed, autograded)
 
 
+def record_scores(gb, result: JobResult) -> None:
+    """Write ``result``'s test scores into an open nbgrader ``Gradebook`` and commit."""
+    from nbgrader.api import MissingEntry
+
+    gb.update_or_create_student(result.student)
+    gb.update_or_create_submission(result.assignment, result.student)
+    for gid, (score, _, _) in result.cells.items():
+        try:
+            grade = gb.find_grade(gid, result.notebook, result.assignment, result.student)
+        except MissingEntry:
+            continue
+        grade.auto_score = score
+        grade.manual_score = None
+        grade.needs_manual_grade = False
+    gb.db.commit()
+
+
 def write_feedback(course: Path, job: Job, result: JobResult, workdir: Path) -> None:
     """Record the scores in the job's gradebook copy and render nbgrader's feedback HTML from
     the executed notebook (see :func:`write_executed`) into ``workdir/feedback.html``."""
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import Gradebook
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
     from traitlets.config import Config
 
     db_url = f"sqlite:///{course / 'gradebook.db'}"
     with nbgrader_environment(), Gradebook(db_url) as gb:
-        gb.update_or_create_student(job.student)
-        gb.update_or_create_submission(job.assignment, job.student)
-        for gid, (score, _, _) in result.cells.items():
-            try:
-                grade = gb.find_grade(gid, result.notebook, job.assignment, job.student)
-            except MissingEntry:
-                continue
-            grade.auto_score = score
-            grade.manual_score = None
-            grade.needs_manual_grade = False
-        gb.db.commit()
+        record_scores(gb, result)
     cfg = Config()
     cfg.CourseDirectory.root = str(course)
     cfg.CourseDirectory.course_id = COURSE_ID

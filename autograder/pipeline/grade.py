@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from autograder.pipeline.course import Course, nbgrader_environment
+from autograder.pipeline.feedback import record_scores
 from autograder.pipeline.spec import Job, JobResult, Limits, Status
 
 
@@ -191,24 +192,13 @@ def _max_score(course: Course, assignment: str) -> float:
 
 def _write_gradebook(course: Course, path: Path, results) -> None:
     """Record every result in an nbgrader gradebook (a copy of the course's, for formgrader)."""
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import Gradebook
 
     tmp = path.with_suffix(".tmp")
     shutil.copyfile(course.root / "gradebook.db", tmp)
     with nbgrader_environment(), Gradebook(f"sqlite:///{tmp.resolve()}") as gb:
         for result in results:
-            gb.update_or_create_student(result.student)
-            gb.update_or_create_submission(result.assignment, result.student)
-            for gid, (score, _, _) in result.cells.items():
-                try:
-                    grade = gb.find_grade(gid, result.notebook, result.assignment,
-                                          result.student)
-                except MissingEntry:
-                    continue
-                grade.auto_score = score
-                grade.manual_score = None
-                grade.needs_manual_grade = False
-            gb.db.commit()
+            record_scores(gb, result)
     tmp.replace(path)
 
 

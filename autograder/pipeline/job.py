@@ -152,26 +152,6 @@ def _job_course(job: Job, workdir: Path) -> Path:
     return course
 
 
-def _cell_name(cell: dict) -> str:
-    if cell["kind"] == "test":
-        return f"the test cell {cell['label']}"
-    if cell["kind"] == "answer":
-        return f"your answer cell {cell['grade_id']} ({cell['label']})"
-    return f"your cell {cell['label']}"
-
-
-def _job_course(job: Job, workdir: Path) -> Path:
-    """A private nbgrader course for this job: config, source and a copy of the gradebook."""
-    course = workdir / "course"
-    shutil.copytree(Path(job.course) / "source" / job.assignment,
-                    course / "source" / job.assignment)
-    shutil.copyfile(Path(job.course) / "gradebook.db", course / "gradebook.db")
-    (course / "nbgrader_config.py").write_text(
-        f"c = get_config()  # noqa: F821\nc.CourseDirectory.course_id = {COURSE_ID!r}\n",
-        encoding="utf-8")
-    return course
-
-
 def main(argv: list[str] | None = None) -> int:
     """Entry point: ``python -m autograder.pipeline.job JOB_JSON``."""
     args = sys.argv[1:] if argv is None else argv
