@@ -35,7 +35,7 @@ def test_replay_reaches_the_same_verdict_every_time(name):
     if s.prepare:
         s.prepare()
     found = s.run(0)
-    assert found.verdict == s.expect
+    assert found.verdict in s.accepted
     for _ in range(3):
         assert replay(*args(s), found.schedule).verdict == found.verdict
 

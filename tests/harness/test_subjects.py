@@ -34,10 +34,10 @@ def test_racy_subject_fails_under_every_seed(subject):
     wrong = []
     for seed in SEEDS:
         result = subject.run(seed)
-        if result.verdict != subject.expect:
+        if result.verdict not in subject.accepted:
             wrong.append((seed, result.verdict, result.message[:200]))
         assert result.schedule is not None
-    assert not wrong, f"expected {subject.expect!r} under every seed: {wrong}"
+    assert not wrong, f"expected one of {subject.accepted} under every seed: {wrong}"
 
 
 @pytest.mark.parametrize("subject", CORRECT, ids=lambda s: s.name)
