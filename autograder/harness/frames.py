@@ -55,19 +55,10 @@ def peek(frame: types.FrameType, below_top: int) -> object:
     Returns:
         The object, ``None`` for an empty (NULL) slot, or :data:`UNKNOWN` when it cannot be read.
     """
-    if _layout is None:
+    cell = _stack_slot(frame, below_top)
+    if cell is None:
         return UNKNOWN
-    address = _interpreter_frame(frame)
-    if address is None:
-        return UNKNOWN
-    stacktop = _INT.from_address(address + _layout["stacktop"]).value
-    code = frame.f_code
-    limit = (len(code.co_varnames) + len(code.co_cellvars) + len(code.co_freevars)
-             + code.co_stacksize)
-    slot = stacktop - 1 - below_top
-    if stacktop <= 0 or stacktop > limit or slot < 0:
-        return UNKNOWN
-    item = _POINTER.from_address(address + _layout["localsplus"] + slot * _WORD).value
+    item = cell.value
     if not item:
         return None
     return ctypes.cast(item, ctypes.py_object).value
@@ -82,19 +73,9 @@ def poke(frame: types.FrameType, below_top: int, value: object) -> bool:
     Returns:
         True when the slot held an object and now holds ``value``.
     """
-    if _layout is None:
+    cell = _stack_slot(frame, below_top)
+    if cell is None:
         return False
-    address = _interpreter_frame(frame)
-    if address is None:
-        return False
-    stacktop = _INT.from_address(address + _layout["stacktop"]).value
-    code = frame.f_code
-    limit = (len(code.co_varnames) + len(code.co_cellvars) + len(code.co_freevars)
-             + code.co_stacksize)
-    slot = stacktop - 1 - below_top
-    if stacktop <= 0 or stacktop > limit or slot < 0:
-        return False
-    cell = _POINTER.from_address(address + _layout["localsplus"] + slot * _WORD)
     old = cell.value
     if not old:
         return False
@@ -102,6 +83,23 @@ def poke(frame: types.FrameType, below_top: int, value: object) -> bool:
     cell.value = id(value)
     _DECREF(old)
     return True
+
+
+def _stack_slot(frame: types.FrameType, below_top: int):
+    """The pointer cell of a paused frame's value-stack slot, or None when it cannot be read."""
+    if _layout is None:
+        return None
+    address = _interpreter_frame(frame)
+    if address is None:
+        return None
+    stacktop = _INT.from_address(address + _layout["stacktop"]).value
+    code = frame.f_code
+    limit = (len(code.co_varnames) + len(code.co_cellvars) + len(code.co_freevars)
+             + code.co_stacksize)
+    slot = stacktop - 1 - below_top
+    if stacktop <= 0 or stacktop > limit or slot < 0:
+        return None
+    return _POINTER.from_address(address + _layout["localsplus"] + slot * _WORD)
 
 
 _INCREF = ctypes.PYFUNCTYPE(None, ctypes.py_object)(("Py_IncRef", ctypes.pythonapi))
