@@ -211,14 +211,16 @@ def _watch(process: subprocess.Popen, events: queue.Queue, run: Run, limits: Run
 
 
 def _death(returncode: int | None) -> str:
-    if returncode is not None and returncode < 0:
+    """The runner's exit in words: killed by a signal (directly, or as bubblewrap reports it,
+    128 + the signal's number) or exited with a status."""
+    number = -returncode if returncode is not None and returncode < 0 else (
+        returncode - 128 if returncode is not None and returncode > 128 else None)
+    if number is not None:
         try:
-            name = signal.Signals(-returncode).name
+            name = signal.Signals(number).name
         except ValueError:
-            name = f"signal {-returncode}"
+            name = f"signal {number}"
         return f"the process was killed by {name} (a crash)"
-    if returncode == 139 or returncode == 128 + signal.SIGSEGV:
-        return "the process crashed (SIGSEGV)"
     return f"the process exited with status {returncode} (the notebook exited or crashed)"
 
 

@@ -40,7 +40,6 @@ class Limits:
         cell_timeout_s: Wall time of one cell before the kernel is interrupted.
         memory_mb: Memory of the whole sandbox (every process and its ``/tmp``) before it is
             stopped.
-        output_lines: Kept for compatibility (output is capped by characters per cell).
         job_timeout_s: Wall time of the whole job before it is killed (by the caller); one run
             of the notebook is stopped a little before it.
         sandbox: Run the notebook in bubblewrap (refuse to grade when it is missing).
@@ -49,7 +48,6 @@ class Limits:
 
     cell_timeout_s: int = 120
     memory_mb: int = 3000
-    output_lines: int = 1000
     job_timeout_s: int = 1200
     sandbox: bool = True
     max_processes: int = 64
