@@ -18,7 +18,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 help:
 	@echo "make demo   build the course and autograde the bundled demo class (prints scores)"
 	@echo "make test   run the whole test suite"
-	@echo "make lab    JupyterLab on notebooks/ (class mode: make lab EXCHANGE=DIR [STUDENT=id])"
+	@echo "make lab    JupyterLab on notebooks/ (class mode: make lab EXCHANGE=DIR [STUDENT=id]; PORT=N)"
 	@echo "make instructor-lab  JupyterLab with Formgrader on build/course"
 	@echo "make tensorboard     TensorBoard (with the profiler) on lesson 06's traces"
 	@echo "make build  regenerate notebooks/ from solutions/"
@@ -70,10 +70,10 @@ build: $(STAMP)
 	$(VENV)/bin/racelab build
 
 lab: $(STAMP) sandbox
-	$(PY) -m autograder.lab student $(if $(EXCHANGE),--exchange $(EXCHANGE)) $(if $(STUDENT),--student $(STUDENT))
+	$(PY) -m autograder.lab student $(if $(EXCHANGE),--exchange $(EXCHANGE)) $(if $(STUDENT),--student $(STUDENT)) $(if $(PORT),--port $(PORT))
 
 instructor-lab: $(STAMP) sandbox
-	$(PY) -m autograder.lab instructor $(if $(EXCHANGE),--exchange $(EXCHANGE))
+	$(PY) -m autograder.lab instructor $(if $(EXCHANGE),--exchange $(EXCHANGE)) $(if $(PORT),--port $(PORT))
 
 TRACES ?= notebooks/logs
 tensorboard: $(STAMP)

@@ -27,6 +27,16 @@ def trials(n: int, *, when_grading: int = 2) -> int:
     return min(n, when_grading) if is_grading() else n
 
 
+def quick_test_passed() -> None:
+    """Say that a visible test passed, and what it did not check.
+
+    A visible test runs the answer briefly, on one thread or a few; only the hidden tests run it
+    under concurrent load, so a racy answer can pass here and still score 0.
+    """
+    print("Quick test passed. It does not run your answer under concurrent load: press "
+          "Validate to run the hidden concurrency checks.")
+
+
 def claim(text: str, holds: object) -> None:
     """Record what a demonstration must show, and print whether this run showed it.
 

@@ -60,7 +60,7 @@ import time
 
 from autograder.checks import anatomy
 from autograder.harness import explore, replay, timeline
-from autograder.lesson import claim, trials
+from autograder.lesson import claim, quick_test_passed, trials
 
 print("Python", platform.python_version(), platform.python_implementation())
 print("switch interval:", sys.getswitchinterval(), "s")
@@ -483,7 +483,7 @@ for name, token in [("OVERDRAFT", OVERDRAFT), ("DOUBLE_PAY", DOUBLE_PAY)]:
 anatomy.parse_schedule(OVERDRAFT, name="OVERDRAFT", workers=2)
 anatomy.parse_schedule(DOUBLE_PAY, name="DOUBLE_PAY", workers=2)
 assert bank_after(OVERDRAFT).balance < 0, "OVERDRAFT should leave a negative balance"
-print("quick test passed")
+quick_test_passed()
 ### BEGIN HIDDEN TESTS
 anatomy.check_schedules(OVERDRAFT, DOUBLE_PAY)
 ### END HIDDEN TESTS
@@ -543,7 +543,7 @@ anatomy.counter_on_one_thread(SafeCounter)  # increment(), increment(3), take() 
 shared = SafeCounter()
 anatomy.run_threads(lambda _index: [shared.increment() for _ in range(1_000)], 2)
 assert shared.take() == 2_000, "two threads of 1,000 increments each should take 2,000"
-print("quick test passed")
+quick_test_passed()
 ### BEGIN HIDDEN TESTS
 anatomy.check_counter(SafeCounter)
 ### END HIDDEN TESTS
@@ -591,7 +591,7 @@ print("loads per trial, four threads asking for one key:", [n for n, _ in once_r
 anatomy.cache_on_one_thread(OnceCache)  # get("x") twice loads once, returns the same object
 assert all(n == 1 for n, _ in anatomy.cache_trials(OnceCache, threads=4, trials=2)), (
     "four real threads asking for one key loaded it more than once")
-print("quick test passed")
+quick_test_passed()
 ### BEGIN HIDDEN TESTS
 anatomy.check_cache(OnceCache)
 ### END HIDDEN TESTS

@@ -59,7 +59,7 @@ import numpy as np
 import tensorflow as tf
 
 from autograder.checks import warmup
-from autograder.lesson import claim, trials
+from autograder.lesson import claim, quick_test_passed, trials
 
 # %matplotlib inline
 tf.get_logger().setLevel("ERROR")
@@ -90,13 +90,19 @@ print("built:", model.built, "| weights:", len(model.weights),
 # `warmup.race_trials` repeats one experiment on fresh models. In each trial it makes a new
 # model, starts four threads, holds them at a barrier and releases them together with the
 # interpreter switching threads as often as it can (`sys.setswitchinterval(1e-6)`). Each
-# thread calls `model.predict_on_batch` on its own batch of four rows. Run it twenty times:
+# thread calls `warmup.predict_on_batch(model, batch)`, which is
+# `model.predict_on_batch(batch)`, on its own batch of four rows.
+#
+# A cold model raced from threads can, rarely, crash TensorFlow itself and end its whole
+# process. So `race_trials` runs the trials in child Python processes: a trial that crashes
+# its process is counted as failed (the report says so), and your kernel keeps running. Run it
+# twenty times:
 
 # %%
-def serve(model, batch):
-    return model.predict_on_batch(batch)
+serve = warmup.predict_on_batch
+print(inspect.getsource(serve))
 
-
+# %%
 cold = warmup.race_trials(warmup.tiny_sequential, serve, trials=TRIALS, threads=4)
 print(cold.report())
 claim("on a cold model, a thread raised in at least half of the trials",
@@ -124,10 +130,7 @@ claim("warmed, no thread raised and no model got extra weights, in any trial",
 # trials each:
 
 # %%
-def serve_with_predict(model, batch):
-    return model.predict(batch, verbose=0)
-
-
+serve_with_predict = warmup.predict
 cold_predict = warmup.race_trials(warmup.tiny_sequential, serve_with_predict,
                                   trials=PREDICT_TRIALS, threads=4, compare=True)
 print("cold:  ", cold_predict.report().splitlines()[0])
@@ -153,10 +156,10 @@ claim("model.predict on a warmed model never raised and gave the one-thread outp
 # while the threads run. Cold first:
 
 # %%
-def built_model(seed):
-    return warmup.tiny_sequential(seed, input_width=8)
+built_model = warmup.built_sequential
+print(inspect.getsource(built_model))
 
-
+# %%
 built_cold = warmup.race_trials(built_model, serve, trials=TRIALS, threads=4)
 print(built_cold.report())
 print("traces while the 4 threads ran, per trial:", sorted(built_cold.traces))
@@ -181,11 +184,12 @@ claim("warmed, the built model never raised and traced nothing while its threads
 # ### A subclassed model gets duplicate weights, silently
 #
 # `warmup.TinyNet` is the same network written as a subclass of `keras.Model`: its layers
-# create their weights on their first call. Call it directly, `model(x)`, from four threads,
-# forty times (this race shows up less often than the others):
+# create their weights on their first call. Call it directly, `model(x)` (that is
+# `warmup.call_model`), from four threads, forty times (this race shows up less often than
+# the others):
 
 # %%
-subclassed = warmup.race_trials(warmup.TinyNet, lambda model, batch: model(batch),
+subclassed = warmup.race_trials(warmup.TinyNet, warmup.call_model,
                                 trials=SUBCLASS_TRIALS, threads=4)
 print(subclassed.report())
 claim("the subclassed model ended up with more than four weights in at least one trial",
@@ -269,7 +273,7 @@ claim("make_predict_function built nothing and traced nothing", not model.built 
 
 # %%
 made_only = warmup.race_trials(warmup.tiny_sequential, serve, trials=TRIALS, threads=4,
-                               warm=lambda model, batch: model.make_predict_function())
+                               warm=warmup.make_predict_function_only)
 print(made_only.report())
 claim("after make_predict_function alone, a thread still raised in at least one trial",
       made_only.failed >= 1)
@@ -376,7 +380,7 @@ model.predict_on_batch(np.ones((3, 8), dtype="float32"))
 assert log.count == 0, (
     f"predict_on_batch traced {log.count} time(s) after warm_up; a warm model traces 0 times")
 warmup.check_entry_point(warm_up, trials=1)
-print("quick test passed")
+quick_test_passed()
 ### BEGIN HIDDEN TESTS
 warmup.check_entry_point(warm_up)
 ### END HIDDEN TESTS
@@ -432,7 +436,7 @@ assert np.allclose(first, model.predict_on_batch(batch)), (
     "predictor(batch) should return model.predict_on_batch(batch)")
 assert np.allclose(second, first), "a second call should return the same output"
 warmup.check_shared_predictor(SharedPredictor, trials=1)
-print("quick test passed")
+quick_test_passed()
 ### BEGIN HIDDEN TESTS
 warmup.check_shared_predictor(SharedPredictor)
 ### END HIDDEN TESTS
@@ -506,7 +510,7 @@ assert made == [shared] and lazy.get() is shared, (
 assert len(shared.weights) == warmup.EXPECTED_WEIGHTS, (
     f"get() returned a model with {len(shared.weights)} weights; build it before sharing it")
 warmup.check_lazy_model(LazyModel, trials=1)
-print("quick test passed")
+quick_test_passed()
 ### BEGIN HIDDEN TESTS
 warmup.check_lazy_model(LazyModel)
 ### END HIDDEN TESTS

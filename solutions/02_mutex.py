@@ -66,7 +66,7 @@ import tensorflow as tf
 
 from autograder.checks import mutex
 from autograder.harness import explore, replay
-from autograder.lesson import claim, trials
+from autograder.lesson import claim, quick_test_passed, trials
 
 # %matplotlib inline
 tf.get_logger().setLevel("ERROR")
@@ -529,7 +529,7 @@ m.record(1.0, True)
 assert snap["requests"] == 2, "a snapshot already returned changed after a later record(); return a new dict"
 assert m.snapshot()["requests"] == 3
 mutex.check_metrics(ServerMetrics, schedules=60)
-print("quick test passed")
+quick_test_passed()
 ### BEGIN HIDDEN TESTS
 mutex.check_metrics(ServerMetrics)
 ### END HIDDEN TESTS
@@ -593,7 +593,7 @@ assert cache.get("x") is value and seen == ["x"], "a second get('x') must return
 assert cache.get("y") == ["y"] and seen == ["x", "y"]
 assert mutex.extra_builds(PredictionCache, model, trials=2) == [0, 0], "real threads computed some keys more than once"
 mutex.check_cache(PredictionCache, schedules=60)
-print("quick test passed")
+quick_test_passed()
 ### BEGIN HIDDEN TESTS
 mutex.check_cache(PredictionCache)
 ### END HIDDEN TESTS
@@ -633,7 +633,7 @@ assert move_slots(a, b, 2) is False and (a.slots, b.slots) == (1, 2), "a move th
 assert move_slots(b, a, 2) is True and (a.slots, b.slots) == (3, 0)
 assert not a.lock.locked() and not b.lock.locked(), "move_slots must release both locks"
 mutex.check_move_slots(move_slots, schedules=60)
-print("quick test passed")
+quick_test_passed()
 ### BEGIN HIDDEN TESTS
 mutex.check_move_slots(move_slots)
 ### END HIDDEN TESTS
@@ -705,7 +705,7 @@ slot.swap(new, 8, good_batch)
 version, output = slot.predict(good_batch)
 assert version == 8 and np.allclose(output, new.predict_on_batch(good_batch)), "after swap() predict() should use the new model"
 mutex.check_model_slot(ModelSlot, schedules=60)
-print("quick test passed")
+quick_test_passed()
 ### BEGIN HIDDEN TESTS
 mutex.check_model_slot(ModelSlot)
 ### END HIDDEN TESTS

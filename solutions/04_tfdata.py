@@ -61,7 +61,7 @@ import numpy as np
 import tensorflow as tf
 
 from autograder.checks import tfdata
-from autograder.lesson import claim, trials
+from autograder.lesson import claim, quick_test_passed, trials
 
 # %matplotlib inline
 tf.get_logger().setLevel("ERROR")
@@ -427,7 +427,7 @@ dataset = make_dataset(tfdata.make_read(0.0), 5)
 for epoch in range(2):
     got = sorted(int(x[0]) // 10 for x in dataset)
     assert got == list(range(5)), f"epoch {epoch}: expected records 0-4 once each, got {got}"
-print("quick test passed")
+quick_test_passed()
 ### BEGIN HIDDEN TESTS
 tfdata.check_loader(make_dataset)
 ### END HIDDEN TESTS
@@ -481,7 +481,7 @@ first = np.stack(list(augment(tfdata.images(8), 3)))
 assert first.shape == (8, *tfdata.IMAGE_SHAPE), f"expected 8 images, got shape {first.shape}"
 assert np.array_equal(first, np.stack(list(augment(tfdata.images(8), 3)))), "expected the same images on a second run"
 assert not np.array_equal(first, np.stack(list(augment(tfdata.images(8), 4)))), "expected another seed to change the images"
-print("quick test passed")
+quick_test_passed()
 ### BEGIN HIDDEN TESTS
 tfdata.check_augment(augment)
 ### END HIDDEN TESTS
@@ -526,7 +526,7 @@ print(f"speed-up {run.speedup:.2f}x, ideal {run.ideal_speedup:.2f}x ({run.share_
 # %% nbgrader={"grade": true, "grade_id": "test_tfdata_fast", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
 quick = [v for v in fast_pipeline(tfdata.make_read(0.0), tfdata.make_transform(), 4)]
 assert [int(v[0]) // 20 for v in quick] == [0, 1, 2, 3], "expected records 0, 1, 2, 3 in order"
-print("quick test passed")
+quick_test_passed()
 ### BEGIN HIDDEN TESTS
 tfdata.check_fast(fast_pipeline)
 ### END HIDDEN TESTS

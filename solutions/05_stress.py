@@ -59,7 +59,7 @@ import tensorflow as tf
 
 from autograder.checks import stress_tests
 from autograder.harness import explore, stress
-from autograder.lesson import claim, trials
+from autograder.lesson import claim, quick_test_passed, trials
 
 # %matplotlib inline
 tf.get_logger().setLevel("ERROR")
@@ -397,7 +397,7 @@ except AssertionError as error:
 # %% nbgrader={"grade": true, "grade_id": "test_stress_ledger", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
 stress_tests.check_stress_test(stress_ledger, racy=[stress_tests.AssignLedger],
                                correct=[stress_tests.LockedLedger])
-print("quick test passed")
+quick_test_passed()
 ### BEGIN HIDDEN TESTS
 stress_tests.check_stress_test(stress_ledger)
 ### END HIDDEN TESTS
@@ -454,7 +454,7 @@ print(f"wall {result['wall_s'] * 1000:.1f} ms, {len(result['latencies_s'])} late
 r = measure(lambda: None, 2, 3)
 assert set(r) >= {"wall_s", "latencies_s", "throughput"}, f"missing keys, saw {sorted(r)}"
 assert len(r["latencies_s"]) == 6, f"expected 6 latencies for 2 threads x 3 calls, saw {len(r['latencies_s'])}"
-print("quick test passed")
+quick_test_passed()
 ### BEGIN HIDDEN TESTS
 stress_tests.check_measure(measure)
 ### END HIDDEN TESTS
@@ -499,7 +499,7 @@ print("locked ledger:", explore_ledger(stress_tests.PlainLocked).verdict)
 # %% nbgrader={"grade": true, "grade_id": "test_stress_explore", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 assert not explore_ledger(PlainLedger).ok, "explore_ledger returned an ok Result for PlainLedger, which loses updates"
 assert explore_ledger(stress_tests.PlainLocked).ok, "explore_ledger returned a failing Result for a correct, locked ledger"
-print("quick test passed")
+quick_test_passed()
 ### BEGIN HIDDEN TESTS
 stress_tests.check_explore_ledger(explore_ledger)
 ### END HIDDEN TESTS

@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 
 from autograder.checks import variables, warmup
+from autograder.checks.child import Crashed, run_in_children
 from autograder.checks.report import require_ok
 from autograder.harness import Result, stress
 
@@ -622,6 +623,68 @@ def run_cold_start(service_class: Callable[..., Any], *, trials: int = COLD_TRIA
 
     return stress(setup, [worker_for(k) for k in range(clients)], check, trials=trials,
                   seed=seed, timeout_s=TIMEOUT_S)
+
+
+class DirectService:
+    """No warmup, no lock: each client calls the shared model itself."""
+
+    def __init__(self, model: Any, example: np.ndarray) -> None:
+        self.model = model
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        return np.asarray(self.model.predict_on_batch(x[None]))[0]
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass
+class ColdStarts:
+    """What :func:`cold_start_trials` saw.
+
+    Attributes:
+        trials: Trials run.
+        failed: Trials that failed (a crashed process included).
+        crashed: Trials in which TensorFlow ended the whole (child) process.
+        messages: The first line of each failure's explanation.
+        first_failure: The harness result of the first failing trial that did not crash (its
+            ``figure()`` shows the client threads), else ``None``.
+    """
+
+    trials: int = 0
+    failed: int = 0
+    crashed: int = 0
+    messages: list[str] = field(default_factory=list)
+    first_failure: Result | None = None
+
+
+def cold_start_trials(service_class: Callable[..., Any], *, trials: int, seed: int = 0
+                      ) -> ColdStarts:
+    """Run ``trials`` one-trial cold starts of ``service_class``, each in a child process.
+
+    A cold model raced from threads can crash TensorFlow itself; in a child process that is
+    one failed trial, not the end of the notebook's kernel. ``service_class`` must be defined
+    in a module (like :class:`DirectService`).
+    """
+    outcomes = run_in_children(_one_cold_start, [(service_class, s) for s in
+                                                 range(seed, seed + trials)],
+                               trial_timeout_s=2 * TIMEOUT_S + 30)
+    starts = ColdStarts(trials=len(outcomes))
+    for outcome in outcomes:
+        if isinstance(outcome, Crashed):
+            starts.crashed += 1
+            starts.messages.append(str(outcome))
+        elif outcome.verdict != "pass":
+            starts.messages.append(outcome.message.splitlines()[0])
+            starts.first_failure = starts.first_failure or outcome
+        else:
+            continue
+        starts.failed += 1
+    return starts
+
+
+def _one_cold_start(service_class: Callable[..., Any], seed: int) -> Result:
+    return run_cold_start(service_class, trials=1, seed=seed)
 
 
 def check_cold_start(service_class: Callable[..., Any], **kwargs: Any) -> None:

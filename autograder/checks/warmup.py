@@ -32,6 +32,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from autograder.checks.child import Crashed, run_in_children
 from autograder.checks.report import require_ok
 from autograder.harness import Result, explore, stress
 
@@ -403,6 +404,8 @@ class RaceStats:
             afterwards (only with ``compare=True``; trials in which a thread raised are not).
         mismatched: Of those, trials in which some thread's output differed from that
             one-thread reference.
+        crashed: Trials that ended their whole process (TensorFlow crashed, or the process
+            hung); each also counts as failed.
     """
 
     trials: int = 0
@@ -416,6 +419,27 @@ class RaceStats:
     last: Result | None = None
     compared: int = 0
     mismatched: int = 0
+    crashed: int = 0
+
+    def add(self, outcome: TrialOutcome | Crashed) -> None:
+        """Count one trial's outcome."""
+        self.trials += 1
+        if isinstance(outcome, Crashed):
+            self.crashed += 1
+            self.failed += 1
+            self.errors[str(outcome)] += 1
+            return
+        self.failed += bool(outcome.errors)
+        self.errors.update(outcome.errors)
+        self.weights[outcome.weights] += 1
+        self.traces.append(outcome.traces)
+        self.span_ms.append(outcome.span_ms)
+        self.warm_ms.append(outcome.warm_ms)
+        self.last = outcome.result
+        if outcome.errors and self.first_failure is None:
+            self.first_failure = outcome.result
+        self.compared += outcome.compared
+        self.mismatched += outcome.mismatched
 
     @property
     def duplicated(self) -> int:
@@ -425,6 +449,9 @@ class RaceStats:
     def report(self) -> str:
         """A few lines for the notebook: failure rate, errors, weights, traces."""
         lines = [f"a thread raised in {self.failed} of {self.trials} trials"]
+        if self.crashed:
+            lines[0] += (f" (in {self.crashed} of them TensorFlow ended its whole process; "
+                         "the trials ran in child processes, so your kernel lives on)")
         lines += [f"  {n:3d} x {error}" for error, n in self.errors.most_common(4)]
         weights = ", ".join(f"{w} in {n}" for w, n in sorted(self.weights.items()))
         lines.append(f"more than {EXPECTED_WEIGHTS} weights afterwards in {self.duplicated} of "
@@ -447,12 +474,17 @@ def race_trials(
     features: int = 8,
     seed: int = 0,
     compare: bool = False,
+    in_child: bool = True,
 ) -> RaceStats:
     """Run ``call(model, batch)`` from ``threads`` threads on a fresh model, ``trials`` times.
 
     Each trial is one :func:`autograder.harness.stress` trial: ``make_model(trial_seed)`` (then
     ``warm(model, batch)`` on this thread, when given), then the threads released together,
     each with its own batch. Nothing is asserted; the returned statistics say what happened.
+
+    A cold model raced from threads can crash TensorFlow itself, so by default the trials run
+    in child processes (:func:`autograder.checks.child.run_in_children`): a trial that crashes
+    its process is counted as a failed trial, and your kernel keeps running.
 
     Args:
         make_model: Returns a fresh model from a seed.
@@ -466,55 +498,103 @@ def race_trials(
         compare: After each trial in which no thread raised, make every thread's call again
             on this thread, one after another, and count the trials in which an output
             differs (exactly) from what the thread got.
+        in_child: Run the trials in child processes. The functions passed must then be
+            defined in a module (``warmup.predict_on_batch``, ``functools.partial`` of one),
+            not in the notebook.
 
     Returns:
         The statistics, with harness results whose ``figure()`` shows the interleaving.
     """
+    calls = [(make_model, call, warm, seed + index, threads, rows, features, compare)
+             for index in range(trials)]
+    if in_child:
+        outcomes = run_in_children(_race_trial, calls, trial_timeout_s=_TIMEOUT_S + 30)
+    else:
+        outcomes = [_race_trial(*args) for args in calls]
     stats = RaceStats()
-    for index in range(trials):
-        trial_seed = seed + index
-        holder: list[Trial] = []
-
-        def setup(trial_seed: int = trial_seed, holder: list[Trial] = holder) -> Trial:
-            inputs = batches(trial_seed, threads + 1, rows, features)
-            model = make_model(trial_seed)
-            trial = Trial(model, inputs[1:], [])
-            if isinstance(model, keras.Model):
-                trial.traces = TraceLog(model)
-            if warm is not None:
-                start = time.perf_counter()
-                warm(model, inputs[0])
-                trial.warm_ms = 1e3 * (time.perf_counter() - start)
-            if trial.traces is not None:
-                trial.traces.reset()
-            holder.append(trial)
-            trial.t0 = time.perf_counter()
-            return trial
-
-        def worker_for(k: int) -> Callable[[Trial], None]:
-            def worker(state: Trial) -> None:
-                state.outputs[k] = state.timed(k, lambda: call(state.model, state.inputs[k]))
-            return worker
-
-        result = stress(setup, [worker_for(k) for k in range(threads)], lambda trial: None,
-                        trials=1, seed=trial_seed, timeout_s=_TIMEOUT_S)
-        trial = holder[0]
-        stats.trials += 1
-        stats.failed += bool(trial.errors)
-        stats.errors.update(trial.errors)
-        stats.weights[len(trial.model.weights)] += 1
-        stats.traces.append(trial.traces.count if trial.traces is not None else 0)
-        stats.span_ms.append(trial.span_ms)
-        stats.warm_ms.append(trial.warm_ms)
-        stats.last = result
-        if trial.errors and stats.first_failure is None:
-            stats.first_failure = result
-        if compare and not trial.errors:
-            stats.compared += 1
-            stats.mismatched += any(
-                not np.array_equal(np.asarray(got), np.asarray(call(trial.model, batch)))
-                for got, batch in zip(trial.outputs, trial.inputs, strict=True))
+    for outcome in outcomes:
+        stats.add(outcome)
     return stats
+
+
+@dataclass
+class TrialOutcome:
+    """One trial of :func:`race_trials` (what crosses back from a child process)."""
+
+    errors: list[str]
+    weights: int
+    traces: int
+    span_ms: float
+    warm_ms: float
+    result: Result
+    compared: bool = False
+    mismatched: bool = False
+
+
+def _race_trial(make_model: Callable[[int], Any], call: Callable[[Any, np.ndarray], Any],
+                warm: Callable[[Any, np.ndarray], Any] | None, trial_seed: int, threads: int,
+                rows: int, features: int, compare: bool) -> TrialOutcome:
+    """One trial of :func:`race_trials` on a fresh model."""
+    holder: list[Trial] = []
+
+    def setup() -> Trial:
+        inputs = batches(trial_seed, threads + 1, rows, features)
+        model = make_model(trial_seed)
+        trial = Trial(model, inputs[1:], [])
+        if isinstance(model, keras.Model):
+            trial.traces = TraceLog(model)
+        if warm is not None:
+            start = time.perf_counter()
+            warm(model, inputs[0])
+            trial.warm_ms = 1e3 * (time.perf_counter() - start)
+        if trial.traces is not None:
+            trial.traces.reset()
+        holder.append(trial)
+        trial.t0 = time.perf_counter()
+        return trial
+
+    def worker_for(k: int) -> Callable[[Trial], None]:
+        def worker(state: Trial) -> None:
+            state.outputs[k] = state.timed(k, lambda: call(state.model, state.inputs[k]))
+        return worker
+
+    result = stress(setup, [worker_for(k) for k in range(threads)], lambda trial: None,
+                    trials=1, seed=trial_seed, timeout_s=_TIMEOUT_S)
+    trial = holder[0]
+    outcome = TrialOutcome(list(trial.errors), len(trial.model.weights),
+                           trial.traces.count if trial.traces is not None else 0,
+                           trial.span_ms, trial.warm_ms, result)
+    if compare and not trial.errors:
+        outcome.compared = True
+        outcome.mismatched = any(
+            not np.array_equal(np.asarray(got), np.asarray(call(trial.model, batch)))
+            for got, batch in zip(trial.outputs, trial.inputs, strict=True))
+    return outcome
+
+
+def predict_on_batch(model: Any, batch: np.ndarray) -> Any:
+    """``model.predict_on_batch(batch)``: one thread's request in the demonstrations."""
+    return model.predict_on_batch(batch)
+
+
+def predict(model: Any, batch: np.ndarray) -> Any:
+    """``model.predict(batch, verbose=0)``: the call most tutorials show."""
+    return model.predict(batch, verbose=0)
+
+
+def call_model(model: Any, batch: np.ndarray) -> Any:
+    """``model(batch)``: calling the model directly."""
+    return model(batch)
+
+
+def make_predict_function_only(model: Any, batch: np.ndarray) -> None:
+    """``model.make_predict_function()``: the outdated "warmup" (builds and traces nothing)."""
+    model.make_predict_function()
+
+
+def built_sequential(seed: int) -> keras.Model:
+    """:func:`tiny_sequential` with a ``keras.Input`` of width 8: built before any call."""
+    return tiny_sequential(seed, input_width=8)
 
 
 # --------------------------------------------------------------------------- exercise 1

@@ -178,12 +178,17 @@ def parse_token(token: object) -> dict[int, int]:
     if isinstance(token, dict) and token.get("engine") == "stress":
         raise ValueError("this schedule came from stress(): real threads cannot be replayed "
                          "step by step; call stress(...) again with the same seed instead")
+    expected = (f"a schedule token is the text after 'schedule=' in a failing verdict, "
+                f"{_TOKEN_PREFIX!r} then STEP>THREAD pairs separated by commas")
     if not isinstance(token, str) or not token.startswith(_TOKEN_PREFIX):
-        raise ValueError(f"not a schedule token: {token!r}")
+        raise ValueError(f"not a schedule token: {token!r} ({expected})")
     switches = {}
     body = token[len(_TOKEN_PREFIX):]
     for part in filter(None, body.split(",")):
-        step, _, thread = part.partition(">")
+        step, arrow, thread = part.strip().partition(">")
+        if not (arrow and step.isdigit() and thread.isdigit()):
+            raise ValueError(f"{part!r} in schedule token {token!r} is not STEP>THREAD "
+                             f"({expected})")
         switches[int(step)] = int(thread)
     return switches
 

@@ -55,6 +55,13 @@ class Result:
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("a Result cannot be changed")
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as a plain copy: a Result from another process is never ``ok``."""
+        return (_copy_of, (self.verdict, {
+            "schedule": self.schedule, "schedules_run": self.schedules_run,
+            "message": self.message, "covered": self.covered, "bound": self.bound,
+            "timeline": self._timeline}))
+
     @property
     def ok(self) -> bool:
         """True when the verdict is ``"pass"`` and this result came from the harness itself.
@@ -77,6 +84,11 @@ class Result:
 
     def __str__(self) -> str:
         return self.message or repr(self)
+
+
+def _copy_of(verdict: str, fields: dict[str, Any]) -> Result:
+    """A Result rebuilt from a pickle (not issued: its ``ok`` is False)."""
+    return Result(verdict, **fields)
 
 
 def issue(verdict: str, **fields: Any) -> Result:

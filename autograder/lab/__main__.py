@@ -59,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
         setup = LabSetup(setup.role, setup.home, setup.root_dir, setup.solutions,
                          REPO / "build" / "exchange", setup.course, sandbox=setup.sandbox)
     write_config(setup)
+    if setup.exchange is not None and not setup.exchange.exists():
+        setup.exchange.mkdir(parents=True)
+        setup.exchange.chmod(0o777)  # nbgrader's exchange: every student writes submissions
     env = setup.environment()
     if args.print_config:
         for name, value in env.items():

@@ -32,6 +32,8 @@ ROLES = ("student", "instructor")
 STUDENT_DISABLED_PLUGINS = ("@jupyter/nbgrader:formgrader",
                             "@jupyter/nbgrader:create-assignment",
                             "@jupyter/nbgrader:course-list")
+#: Hidden in self-study, where there is no exchange to list assignments from.
+SELF_STUDY_DISABLED_PLUGINS = ("@jupyter/nbgrader:assignment-list",)
 _NBGRADER_EXT = "nbgrader.server_extensions."
 
 
@@ -87,7 +89,7 @@ def server_config(setup: LabSetup) -> dict:
     instructor = setup.role == "instructor"
     return {
         "ServerApp": {"jpserver_extensions": {
-            _NBGRADER_EXT + "assignment_list": True,
+            _NBGRADER_EXT + "assignment_list": instructor or setup.exchange is not None,
             _NBGRADER_EXT + "validate_assignment": False,  # replaced by autograder.lab.server
             _NBGRADER_EXT + "formgrader": instructor,
             _NBGRADER_EXT + "course_list": instructor,
@@ -102,7 +104,11 @@ def server_config(setup: LabSetup) -> dict:
 
 def page_config(setup: LabSetup) -> dict:
     """The per-user ``labconfig/page_config.json`` of ``setup``."""
-    disabled = () if setup.role == "instructor" else STUDENT_DISABLED_PLUGINS
+    disabled: tuple[str, ...] = ()
+    if setup.role == "student":
+        disabled = STUDENT_DISABLED_PLUGINS
+        if setup.exchange is None:
+            disabled += SELF_STUDY_DISABLED_PLUGINS
     return {"disabledExtensions": {plugin: True for plugin in disabled}}
 
 

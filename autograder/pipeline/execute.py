@@ -31,6 +31,7 @@ STDERR_KEPT = 64 * 1024
 MAX_REPORT = 256 * 2**20
 """Bytes of report the host reads from one run before it stops the run."""
 _SAMPLE_S = 0.1
+_RAM_DISKS = ("/tmp", "/dev/shm")
 
 
 @dataclass(frozen=True)
@@ -237,32 +238,37 @@ def _sample(process: subprocess.Popen, run: Run, limits: RunLimits) -> tuple[str
     for proc in tree:
         with contextlib.suppress(psutil.Error):
             rss += proc.memory_info().rss
-    total_mb = (rss + _tmp_usage(tree)) / 2**20
+    total_mb = (rss + _ram_disk_usage(tree)) / 2**20
     run.peak_mb = max(run.peak_mb, total_mb)
     if total_mb > limits.memory_mb:
         return "memory", (f"the notebook used {total_mb:.0f} MB (its processes and files in "
-                          f"/tmp), over the {limits.memory_mb} MB cap")
+                          f"/tmp and /dev/shm), over the {limits.memory_mb} MB cap")
     if len(tree) > limits.max_processes + 2:  # bubblewrap's own two processes
         return "processes", (f"the notebook started over {limits.max_processes} processes "
                              "at once")
     return None
 
 
-def _tmp_usage(tree: list) -> int:
-    """Bytes used in the sandbox's RAM-backed ``/tmp`` (seen through a sandboxed process)."""
-    try:
-        host_tmp = os.stat("/tmp").st_dev
-    except OSError:
-        host_tmp = None
+def _ram_disk_usage(tree: list) -> int:
+    """Bytes used in the sandbox's RAM-backed ``/tmp`` and ``/dev/shm`` (seen through its root)."""
+    host = {}
+    for folder in _RAM_DISKS:
+        with contextlib.suppress(OSError):
+            host[folder] = os.stat(folder).st_dev
     for proc in reversed(tree):
-        path = f"/proc/{proc.pid}/root/tmp"
-        try:
-            if os.stat(path).st_dev == host_tmp:
+        used, seen = 0, False
+        for folder in _RAM_DISKS:
+            path = f"/proc/{proc.pid}/root{folder}"
+            try:
+                if os.stat(path).st_dev == host.get(folder):
+                    continue
+                stats = os.statvfs(path)
+            except OSError:
                 continue
-            stats = os.statvfs(path)
-        except OSError:
-            continue
-        return (stats.f_blocks - stats.f_bfree) * stats.f_frsize
+            used += (stats.f_blocks - stats.f_bfree) * stats.f_frsize
+            seen = True
+        if seen:
+            return used
     return 0
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import json
 import re
-import shutil
 import sys
 from pathlib import Path
 
@@ -129,6 +128,20 @@ def record_scores(gb, result: JobResult) -> None:
     gb.db.commit()
 
 
+_REMOTE_SCRIPT = re.compile(r"<script[^>]*\bsrc=[\"']https?://[^>]*>\s*</script>", re.IGNORECASE)
+_WRAP_STYLE = ("<style>/* Race Lab: long lines wrap */ pre, .output_text pre "
+               "{ white-space: pre-wrap; overflow-wrap: anywhere; }</style>")
+
+
+def readable_offline(html: str) -> str:
+    """nbgrader's feedback HTML with nothing fetched from the internet and long lines wrapped.
+
+    Its only remote resource is MathJax from a CDN (the lessons' feedback has no formulas).
+    """
+    html = _REMOTE_SCRIPT.sub("", html)
+    return html.replace("</head>", _WRAP_STYLE + "\n</head>", 1)
+
+
 def write_feedback(course: Path, job: Job, result: JobResult, workdir: Path) -> None:
     """Record the scores in the job's gradebook copy and render nbgrader's feedback HTML from
     the executed notebook (see :func:`write_executed`) into ``workdir/feedback.html``."""
@@ -149,7 +162,8 @@ def write_feedback(course: Path, job: Job, result: JobResult, workdir: Path) -> 
         outcome = api.generate_feedback(job.assignment, job.student, force=True)
     html = course / "feedback" / job.student / job.assignment / f"{result.notebook}.html"
     if outcome["success"] and html.exists():
-        shutil.copyfile(html, workdir / "feedback.html")
+        (workdir / "feedback.html").write_text(readable_offline(html.read_text(encoding="utf-8")),
+                                                encoding="utf-8")
     else:
         result.notes.append("feedback could not be generated")
 

@@ -10,8 +10,10 @@ bubblewrap with:
 - a minimal read-only file system: ``/usr`` (and the ``/lib``, ``/bin`` links), the virtual
   environment, the ``autograder`` package and a few synthetic ``/etc`` files (no host ``/etc``);
   ``solutions/``, gradebooks and other students' files are not in it at all;
-- one writable place, a size-capped private ``/tmp`` (RAM-backed, counted in the memory cap by
-  :mod:`autograder.pipeline.execute`); nothing the notebook writes ever reaches the host.
+- two writable places, a size-capped private ``/tmp`` and ``/dev/shm`` (POSIX shared memory),
+  both RAM-backed and counted in the memory cap by :mod:`autograder.pipeline.execute`; the root
+  and ``/dev`` are remounted read-only, so nothing else can hold uncounted memory, and nothing
+  the notebook writes ever reaches the host.
 
 The runner talks to the host over its standard input and output (pipes), so it needs no socket.
 """
@@ -76,7 +78,7 @@ def runner_argv(env: dict[str, str], etc: Path, *, tmp_mb: int) -> list[str]:
     Args:
         env: The runner's whole environment (nothing else is inherited).
         etc: A folder made by :func:`write_etc`.
-        tmp_mb: Size of the private ``/tmp``.
+        tmp_mb: Size of the private ``/tmp``, and of ``/dev/shm``.
 
     Raises:
         SandboxUnavailable: bubblewrap is not installed.
@@ -102,10 +104,12 @@ def runner_argv(env: dict[str, str], etc: Path, *, tmp_mb: int) -> list[str]:
         argv += ["--setenv", name, value]
     # Mounts apply in order: the private /tmp first, so that binds below /tmp stay visible.
     argv += [
-        "--dev", "/dev", "--proc", "/proc",
+        "--dev", "/dev", "--size", str(tmp_mb * 2**20), "--tmpfs", "/dev/shm",
+        "--proc", "/proc",
         "--size", str(tmp_mb * 2**20), "--tmpfs", "/tmp",
         "--ro-bind", str(venv), str(venv),
         "--ro-bind", str(package), str(package),
+        "--remount-ro", "/dev", "--remount-ro", "/",
         "--chdir", "/tmp",
         "--setenv", "PYTHONPATH", str(package.parent),
         str(venv / "bin" / "python"), "-s", "-P", "-m", "autograder.pipeline.runner",

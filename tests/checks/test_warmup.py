@@ -168,18 +168,24 @@ def test_duplicate_weights_from_a_racy_build_are_reported():
     assert "raised" in result.message or "weights" in result.message
 
 
-def test_demo_runner_counts_failures_errors_and_weights():
-    stats = warmup.race_trials(lambda seed: warmup.tiny_sequential(seed),
-                               lambda model, x: model.predict_on_batch(x), trials=3)
+def test_demo_runner_counts_failures_errors_and_weights_in_child_processes():
+    stats = warmup.race_trials(warmup.tiny_sequential, warmup.predict_on_batch, trials=3)
     assert stats.trials == 3
     assert 0 <= stats.failed <= 3
-    assert sum(stats.weights.values()) == 3
+    assert sum(stats.weights.values()) + stats.crashed == 3
     assert "of 3 trials" in stats.report()
-    warm = warmup.race_trials(lambda seed: warmup.tiny_sequential(seed),
-                              lambda model, x: model.predict_on_batch(x), trials=3,
-                              warm=lambda model, x: model.predict_on_batch(x))
+    assert stats.first_failure is None or not stats.first_failure.ok
+    warm = warmup.race_trials(warmup.tiny_sequential, warmup.predict_on_batch, trials=3,
+                              warm=warmup.predict_on_batch, in_child=False)
     assert warm.failed == 0 and warm.traces == [0, 0, 0]
     assert warm.weights == {warmup.EXPECTED_WEIGHTS: 3}
+
+
+def test_demo_runner_counts_a_crashed_trial_as_failed():
+    stats = warmup.RaceStats()
+    stats.add(warmup.Crashed("crashed (SIGSEGV)"))
+    assert (stats.trials, stats.failed, stats.crashed) == (1, 1, 1)
+    assert "TensorFlow ended its whole process" in stats.report()
 
 
 def test_trace_log_counts_two_traces_for_a_first_call_on_an_unbuilt_model():

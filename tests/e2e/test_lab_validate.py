@@ -10,7 +10,12 @@ import shutil
 import nbformat
 import pytest
 
-from autograder.lab.config import STUDENT_DISABLED_PLUGINS, LabSetup, write_config
+from autograder.lab.config import (
+    SELF_STUDY_DISABLED_PLUGINS,
+    STUDENT_DISABLED_PLUGINS,
+    LabSetup,
+    write_config,
+)
 from autograder.lab.server import RaceLabValidate, dialog_response
 from autograder.lab.verdict import CellVerdict, Verdict, grade_notebook
 from autograder.pipeline.course import make_course
@@ -107,6 +112,15 @@ def test_student_and_instructor_configs(tmp_path):
     assert nbgrader["Exchange"]["root"] == str((tmp_path / "x").resolve())
     assert student.environment()["JUPYTER_CONFIG_DIR"] == str(config)
 
+    self_study = LabSetup("student", tmp_path / "alone", tmp_path / "root")
+    write_config(self_study)
+    server = json.loads((self_study.config_dir / "jupyter_server_config.json").read_text())
+    assert server["ServerApp"]["jpserver_extensions"][
+        "nbgrader.server_extensions.assignment_list"] is False, "no exchange: nothing to list"
+    disabled = json.loads((self_study.config_dir / "labconfig" / "page_config.json").read_text())
+    assert set(disabled["disabledExtensions"]) == {*STUDENT_DISABLED_PLUGINS,
+                                                   *SELF_STUDY_DISABLED_PLUGINS}
+
     teacher = LabSetup("instructor", tmp_path / "i", tmp_path, course=tmp_path / "course")
     write_config(teacher)
     server = json.loads((teacher.config_dir / "jupyter_server_config.json").read_text())
@@ -131,3 +145,12 @@ def test_validate_names_a_notebook_that_is_no_lesson_and_fails_closed_on_timeout
     answer = asyncio.run(RaceLabValidate(solutions=str(solutions), timeout=1).validate(lesson))
     assert answer == {"success": False, "value": answer["value"]}
     assert "did not reach a verdict within 1 s" in answer["value"]
+
+
+def test_instructor_lab_creates_the_exchange_it_points_at(tmp_path):
+    from autograder.lab.__main__ import main
+
+    exchange = tmp_path / "exchange"
+    assert main(["instructor", "--exchange", str(exchange), "--home", str(tmp_path / "home"),
+                 "--print-config"]) == 0
+    assert exchange.is_dir() and exchange.stat().st_mode & 0o777 == 0o777

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from autograder.harness import Result, explore, replay, stress
+from autograder.harness.exploration import parse_token
 
 from .subjects import SUBJECTS
 
@@ -400,3 +401,10 @@ def test_lost_update_behind_a_try_lock_loop_is_found():
                _count_outside_the_locks(_polite("b", "a", count_under_both_locks=False))]
     result = explore(_two_locks, workers, _both_counted, seed=0, timeout_s=60)
     assert result.verdict == "race", result.message
+
+
+@pytest.mark.parametrize("token", ["v1:3>1,4x0", "v2:3>1", "3>1", "v1:3>", "v1:a>1"])
+def test_a_mistyped_schedule_token_gets_one_clear_error(token):
+    with pytest.raises(ValueError, match="schedule token") as raised:
+        parse_token(token)
+    assert "STEP>THREAD" in str(raised.value)

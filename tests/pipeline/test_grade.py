@@ -7,6 +7,7 @@ while the others keep theirs.
 
 import csv
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -185,6 +186,12 @@ def test_feedback_hides_hidden_tests_and_shows_grader_notes(graded):
     assert "add(2, 2)" not in good and "HIDDEN" not in good
     deadlock = page_text(graded["out"] / "feedback/deadlock/99_tiny/99_tiny.html")
     assert "did not finish within the time limit" in deadlock
+
+
+def test_feedback_opens_offline_and_wraps_long_lines(graded):
+    html = (graded["out"] / "feedback/good/99_tiny/99_tiny.html").read_text(encoding="utf-8")
+    assert not re.search(r"""\b(src|href)=["']https?://""", html), "fetches from the internet"
+    assert "pre-wrap" in html
 
 
 def test_grades_csv_has_a_row_per_student_with_status(graded):

@@ -12,7 +12,8 @@ def argv(tmp_path: Path) -> list[str]:
 
 def test_private_tmp_is_mounted_before_the_binds_so_a_checkout_under_tmp_stays_visible(tmp_path):
     command = argv(tmp_path)
-    tmpfs = command.index("--tmpfs")
+    tmpfs = next(i for i, arg in enumerate(command) if arg == "--tmpfs"
+                 and command[i + 1] == "/tmp")
     binds = [i for i, arg in enumerate(command) if arg in ("--bind", "--ro-bind")
              and command[i + 1].startswith(sys.prefix)]
     assert binds and all(i > tmpfs for i in binds)
@@ -43,3 +44,12 @@ def test_host_etc_is_not_in_the_sandbox(tmp_path):
     assert "/etc" not in etc and "/etc/shadow" not in etc
     assert all(path.startswith(str(tmp_path)) or path in ("/etc/ld.so.cache", "/etc/localtime")
                for path in etc)
+
+
+def test_root_and_dev_are_read_only_and_shared_memory_is_size_capped(tmp_path):
+    command = argv(tmp_path)
+    remounted = [command[i + 1] for i, arg in enumerate(command) if arg == "--remount-ro"]
+    assert remounted == ["/dev", "/"]
+    shm = command.index("/dev/shm")
+    assert command[shm - 3:shm] == ["--size", str(64 * 2**20), "--tmpfs"]
+    assert shm < command.index("--remount-ro")

@@ -139,6 +139,13 @@ ATTACKS: dict[str, tuple[str, tuple[str, ...]]] = {
         "import time\nwith open('/tmp/fill', 'wb') as handle:\n"
         "    for _ in range(600):\n        handle.write(b'x' * 2**20)\n",
         ("graded", "tampered", "kernel-died")),
+    "memory_in_dev_shm": (
+        "with open('/dev/shm/fill', 'wb') as handle:\n"
+        "    for _ in range(600):\n        handle.write(b'x' * 2**20)\n",
+        ("graded", "tampered", "kernel-died")),
+    "memory_on_the_read_only_root": (
+        "for place in ('/fill', '/dev/fill'):\n    with open(place, 'wb') as handle:\n"
+        "        handle.write(b'x' * 2**20)\n", FAILS),
     "output_flood": ("for i in range(300_000):\n    print('flood', i)", FAILS),
     # 6. Reading what the student must not see.
     "read_hidden_tests_from_stdin": (
