@@ -550,7 +550,7 @@ def run_publish_locked(publish_locked: Callable[..., Any], *, seed: int = SEED,
             f"{[who for who, _ in state['saves']]}")
 
     workers = [make_worker(name) for name in PUBLISH_SCORES]
-    return explore(setup, workers, check, seed=seed, max_schedules=schedules, timeout_s=20.0,
+    return explore(setup, workers, check, seed=seed, max_schedules=schedules, timeout_s=60.0,
                    samples=SAMPLES)
 
 

@@ -57,6 +57,9 @@ _LATE_WAIT_S = 5.0
 #: Wall-clock budget of one graded check: below nbgrader's 30 s per-cell timeout, so a hang is
 #: reported as a deadlock with stacks rather than cut off.
 _TIMEOUT_S = 20.0
+#: Backstop of the ``explore`` search (a bound on its schedule count, not on time): far above
+#: its few seconds on an idle machine, so a correct answer on a loaded machine still finishes.
+_EXPLORE_TIMEOUT_S = 60.0
 
 
 # --------------------------------------------------------------------------- models
@@ -943,7 +946,7 @@ def run_lazy_model_explore(lazy_class: Callable[..., Any], *, seed: int = SEED,
         _fail(problems)
 
     return explore(setup, [worker(k) for k in range(LAZY_EXPLORE_THREADS)], check, seed=seed,
-                   max_schedules=schedules, timeout_s=_TIMEOUT_S, samples=LAZY_SAMPLES,
+                   max_schedules=schedules, timeout_s=_EXPLORE_TIMEOUT_S, samples=LAZY_SAMPLES,
                    deviations=LAZY_DEVIATIONS)
 
 

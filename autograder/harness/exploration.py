@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import linecache
-import os
 import random
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -395,7 +394,7 @@ def _narrative(outcome: Outcome) -> str:
 
 def _where(step: Any) -> str:
     source = linecache.getline(step.filename, step.lineno).strip()
-    place = f"{os.path.basename(step.filename)} line {step.lineno} in {step.function}"
+    place = f"{report.place_name(step.filename)} line {step.lineno} in {step.function}"
     return f"{place} (`{source}`)" if source else place
 
 

@@ -26,9 +26,26 @@ def check_failure(outcome: object) -> str:
     return "the check returned False"
 
 
+def place_name(filename: str) -> str:
+    """How the student knows a file: ``In [7]`` for a notebook cell, else the file's name.
+
+    IPython compiles each cell into a temporary file (``/tmp/ipykernel_1/3628728566.py``); its
+    compiler remembers which execution count each of those files holds.
+    """
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        get_ipython = None
+    shell = get_ipython() if get_ipython else None
+    numbers = getattr(getattr(shell, "compile", None), "_filename_map", None) or {}
+    number = numbers.get(filename)
+    return f"In [{number}]" if number is not None else os.path.basename(filename)
+
+
 def _user_frames(frame: types.FrameType | None) -> list[traceback.FrameSummary]:
     entries = traceback.extract_stack(frame)
-    return [e for e in entries if not e.filename.startswith(_HARNESS_DIR)]
+    return [traceback.FrameSummary(place_name(e.filename), e.lineno, e.name, line=e.line)
+            for e in entries if not e.filename.startswith(_HARNESS_DIR)]
 
 
 def stack_text(frame: types.FrameType | None, limit: int = 8) -> str:
@@ -46,7 +63,7 @@ def error_location(error: BaseException) -> str:
     if not entries:
         return ""
     last = entries[-1]
-    return f'{os.path.basename(last.filename)}, line {last.lineno}, in {last.name}'
+    return f'{place_name(last.filename)}, line {last.lineno}, in {last.name}'
 
 
 def stacks_of(idents: dict[int, str]) -> str:

@@ -75,6 +75,8 @@ class LabSetup:
             "JUPYTER_CONFIG_DIR": str(self.config_dir),
             "JUPYTERLAB_SETTINGS_DIR": str(self.home / "settings"),
             "JUPYTERLAB_WORKSPACES_DIR": str(self.home / "workspaces"),
+            # Kernels inherit it: TensorFlow's C++ start-up lines stay out of the notebooks.
+            "TF_CPP_MIN_LOG_LEVEL": "2",
         }
 
     def command(self, *extra: str) -> list[str]:

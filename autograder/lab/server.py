@@ -99,17 +99,21 @@ def _error(message: str) -> dict:
 
 
 def dialog_response(verdict: Verdict) -> dict:
-    """nbgrader's validate response for ``verdict``: success only when the grader passes it."""
+    """nbgrader's validate response for ``verdict``: success only when the grader passes it.
+
+    A failing verdict reads as a scored report: first the score and every exercise with ✓ or
+    ✗, then one entry per failing exercise with its one explanation and its figure.
+    """
     if verdict.ok:
         return {"success": True, "value": {}}
-    failed = []
+    listed = "\n".join(f"{'✓' if t.passed else '✗'} {t.name}: {t.score:g}/{t.points:g}"
+                       for t in verdict.tests)
+    failed = [{"source": verdict.score_line(),
+               "error": f'<span style="white-space: pre-wrap">{html.escape(listed)}</span>'}]
     for test in verdict.tests:
         if test.passed:
             continue
-        text = test.explanation or test.reason
-        if test.explanation and test.reason not in ("failed", ""):
-            text = f"{test.reason}\n{test.explanation}"
-        body = f'<span style="white-space: pre-wrap">{html.escape(text)}</span>'
+        body = f'<span style="white-space: pre-wrap">{html.escape(test.why())}</span>'
         for png in test.figures:
             png = "".join(png.split())  # nbformat may wrap base64 lines
             try:
@@ -117,10 +121,10 @@ def dialog_response(verdict: Verdict) -> dict:
             except binascii.Error:
                 continue
             body += (f'<br><img class="racelab-figure" alt="the interleaving" '
-                     f'style="max-width: 100%" src="data:image/png;base64,{png}">')
-        failed.append({"source": f"{test.grade_id}: {test.score:g} of {test.points:g} points",
+                     f'style="max-width: 100%; height: auto" src="data:image/png;base64,{png}">')
+        failed.append({"source": f"✗ {test.name}: {test.score:g} of {test.points:g} points",
                        "error": body})
-    if verdict.status != "graded" or not failed:
+    if verdict.status != "graded" or len(failed) == 1:
         notes = "\n".join(verdict.notes) or f"grading status: {verdict.status}"
         failed.append({"source": f"the whole notebook: {verdict.status}, "
                                  f"{verdict.score:g} of {verdict.max_score:g} points",

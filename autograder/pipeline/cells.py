@@ -174,6 +174,19 @@ def graded_sources(course: Path, assignment: str, notebook: str) -> dict[str, st
     return {grade_id(c): c.source for c in source.cells if is_test(c)}
 
 
+def exercise_titles(release: nbformat.NotebookNode) -> dict[str, str]:
+    """Each test cell's exercise title: the last markdown heading above it (``#`` removed)."""
+    titles, heading = {}, ""
+    for cell in release.cells:
+        if cell.cell_type == "markdown":
+            lines = [line for line in cell.source.splitlines() if line.startswith("#")]
+            if lines:
+                heading = lines[-1].lstrip("#").strip()
+        elif is_test(cell) and heading:
+            titles[grade_id(cell)] = heading
+    return titles
+
+
 def preload(release: nbformat.NotebookNode) -> list[str]:
     """The import statements of the lesson's own cells that name the grader or TensorFlow."""
     statements = []

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import nbformat
 
+from autograder.pipeline.cells import exercise_titles
 from autograder.pipeline.course import make_course
 from autograder.pipeline.feedback import error_text
 from autograder.pipeline.job import run_job
@@ -24,6 +25,10 @@ from autograder.pipeline.spec import Job, Limits, Status
 
 STUDENT = "validate"
 """The student id the verdict's grading job runs under (as in ``racelab validate``)."""
+
+NOT_ANSWERED = ("not answered yet: replace `raise NotImplementedError()` in the answer cell "
+                "with your answer")
+"""What every verdict says about an exercise whose answer cell is still the placeholder."""
 
 VALIDATE_LIMIT_S = 600
 """Wall time of one whole validation: every run of the notebook stops well before it."""
@@ -40,6 +45,7 @@ class CellVerdict:
         reason: The grader's reason (``passed``, ``failed``, or why an answer scored 0).
         explanation: The error the check raised (``AssertionError: ...``), when it raised.
         figures: PNG images (base64) the test cell displayed, e.g. the failing interleaving.
+        title: The exercise's title in the notebook (its heading), or "".
     """
 
     grade_id: str
@@ -48,11 +54,24 @@ class CellVerdict:
     reason: str
     explanation: str = ""
     figures: list[str] = field(default_factory=list)
+    title: str = ""
 
     @property
     def passed(self) -> bool:
         """True when the test earned all its points."""
         return self.score == self.points
+
+    @property
+    def name(self) -> str:
+        """How the student knows the exercise: its title, else its test's grade id."""
+        return self.title or self.grade_id
+
+    def why(self) -> str:
+        """The one explanation of a failure, worded once for every place that shows it."""
+        text = self.explanation or self.reason
+        if "NotImplementedError" in text:
+            return NOT_ANSWERED
+        return text
 
 
 @dataclass
@@ -76,6 +95,11 @@ class Verdict:
     ok: bool
     tests: list[CellVerdict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+    def score_line(self) -> str:
+        """``Score 5/8``, with the grading status when the notebook was not simply graded."""
+        line = f"Score {self.score:g}/{self.max_score:g}"
+        return line if self.status == Status.GRADED else f"{line} ({self.status})"
 
     def to_json(self) -> str:
         """Serialise the verdict."""
@@ -112,6 +136,7 @@ def grade_notebook(notebook: Path, solutions: Path, *, sandbox: bool = True) -> 
     with tempfile.TemporaryDirectory(prefix="racelab-lab-validate-") as tmp:
         course = make_course(solutions, Path(tmp) / "course", only=lesson_name)
         lesson = course.lessons[0]
+        titles = exercise_titles(nbformat.read(course.release_notebook(lesson), as_version=4))
         job = Job(STUDENT, lesson_name, str(notebook.resolve()),
                   str(course.release_notebook(lesson)), str(course.root),
                   str(Path(tmp) / "job"), Limits(sandbox=sandbox, job_timeout_s=VALIDATE_LIMIT_S),
@@ -125,7 +150,7 @@ def grade_notebook(notebook: Path, solutions: Path, *, sandbox: bool = True) -> 
         explanation, figures = outputs.get(gid, ("", []))
         tests.append(CellVerdict(gid, float(score), float(points), reason,
                                  explanation if score != points else "",
-                                 figures if score != points else []))
+                                 figures if score != points else [], titles.get(gid, "")))
     ok = result.status == Status.GRADED and result.score == result.max_score
     return Verdict(lesson_name, result.status, float(result.score), float(result.max_score), ok,
                    tests, list(result.notes))
@@ -158,9 +183,9 @@ def validate_notebook(notebook: Path, solutions: Path, *, sandbox: bool = True) 
         return 2
     for test in verdict.tests:
         mark = "PASS" if test.passed else "FAIL"
-        print(f"{mark}  {test.grade_id}  {test.score:g}/{test.points:g}")
+        print(f"{mark}  {test.grade_id}  {test.score:g}/{test.points:g}  {test.title}".rstrip())
         if not test.passed:
-            print(f"      {test.explanation or test.reason}")
+            print(f"      {test.why()}")
     for note in verdict.notes:
         print(f"note: {note}")
     print(f"{verdict.status}: {verdict.score:g}/{verdict.max_score:g}")

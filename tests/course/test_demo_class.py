@@ -1,12 +1,14 @@
-"""The bundled demo class, graded as `make demo` grades it, plus the instructor's solutions.
+"""The bundled demo class, graded as `make demo` grades it.
 
-One grading run per test session (two workers); each test checks one student's rows.
+One grading run per test session (two workers); each test checks one student's rows. The
+instructor's own answers are not graded here again: ``tests/course/test_lessons.py`` runs
+every lesson with its hidden tests, and each lesson's validity tests grade its solution.
 """
 
 import pytest
 
 from autograder.pipeline.course import make_course
-from autograder.pipeline.demo import fill_answers, make_submissions, solution_answers
+from autograder.pipeline.demo import make_submissions
 from autograder.pipeline.grade import grade_submissions
 from tests.conftest import REPO
 
@@ -32,9 +34,6 @@ def demo_class(tmp_path_factory):
     course = make_course(REPO / "solutions", root / "course")
     submitted = root / "submitted"
     make_submissions(REPO / "demo", course, submitted)
-    for lesson in course.lessons:
-        fill_answers(course.release_notebook(lesson), solution_answers(lesson),
-                     submitted / "solution" / lesson.name / f"{lesson.name}.ipynb")
     rows = grade_submissions(submitted, course, root / "out", workers=2, progress=False)
     by_key = {(r.student, r.assignment): r for r in rows}
     return {"rows": by_key, "course": course, "out": root / "out"}
@@ -42,12 +41,6 @@ def demo_class(tmp_path_factory):
 
 def lessons(demo_class):
     return [lesson.name for lesson in demo_class["course"].lessons]
-
-
-def test_instructor_solution_scores_full_marks_on_every_lesson(demo_class):
-    for name in lessons(demo_class):
-        r = demo_class["rows"][("solution", name)]
-        assert (r.status, r.score) == ("graded", r.max_score), r.detail
 
 
 def test_hostile_students_submit_only_their_lesson(demo_class):

@@ -19,7 +19,7 @@ from autograder.lab.config import (
 from autograder.lab.server import RaceLabValidate, dialog_response
 from autograder.lab.verdict import CellVerdict, Verdict, grade_notebook
 from autograder.pipeline.course import make_course
-from autograder.pipeline.validate import validate_notebook
+from autograder.pipeline.validate import NOT_ANSWERED, validate_notebook
 from tests.conftest import REPO
 
 TINY = REPO / "tests" / "pipeline" / "fixtures" / "99_tiny.py"
@@ -41,24 +41,37 @@ def test_a_passing_verdict_is_nbgraders_success():
 def test_a_failing_check_shows_its_explanation_and_picture_escaped():
     wrapped = PNG[:8] + "\n" + PNG[8:]  # as nbformat may store it
     failing = CellVerdict("test_b", 0, 3, "failed", "AssertionError: saw <7412> of 8000",
-                          [wrapped, "not base64 <script>"])
+                          [wrapped, "not base64 <script>"], title="Exercise 2: a counter")
     answer = dialog_response(verdict(CellVerdict("test_a", 2, 2, "passed"), failing))
     assert answer["success"] is True
-    [entry] = answer["value"]["failed"]
-    assert entry["source"] == "test_b: 0 of 3 points"
+    score, entry = answer["value"]["failed"]
+    assert score["source"] == "Score 2/5"
+    assert "✓ test_a: 2/2" in score["error"] and "✗ Exercise 2: a counter: 0/3" in score["error"]
+    assert entry["source"] == "✗ Exercise 2: a counter: 0 of 3 points"
     assert "AssertionError: saw &lt;7412&gt; of 8000" in entry["error"]
     assert f'src="data:image/png;base64,{PNG}"' in entry["error"]
     assert entry["error"].count("<img") == 1 and "<script>" not in entry["error"]
+
+
+def test_each_failure_is_explained_once_and_an_unanswered_one_in_one_wording():
+    broken = CellVerdict("test_a", 0, 2, "answer cell ex_a raised NameError: name 'x'",
+                         "NameError: name 'x' is not defined")
+    unanswered = CellVerdict("test_b", 0, 2, "answer cell ex_b raised NotImplementedError: ",
+                             "NotImplementedError: ")
+    entries = dialog_response(verdict(broken, unanswered))["value"]["failed"]
+    assert entries[1]["error"].count("NameError") == 1, "the reason and the error, joined"
+    assert NOT_ANSWERED in entries[2]["error"] and "NotImplementedError: <" not in str(entries)
 
 
 def test_a_broken_answer_cell_is_named_and_a_bad_status_never_passes():
     broken = CellVerdict("test_a", 0, 2, "answer cell ex_a raised NameError: name 'x'",
                          "NameError: name 'x' is not defined")
     answer = dialog_response(verdict(broken, notes=["answer cell ex_a raised NameError"]))
-    assert "answer cell ex_a raised NameError" in answer["value"]["failed"][0]["error"]
+    assert "NameError: name &#x27;x&#x27; is not defined" in answer["value"]["failed"][1]["error"]
     timed_out = verdict(CellVerdict("test_a", 2, 2, "passed"), status="timeout",
                         notes=["answer cell ex_a did not finish"])
     entries = dialog_response(timed_out)["value"]["failed"]
+    assert entries[0]["source"] == "Score 2/2 (timeout)"
     assert entries[-1]["source"].startswith("the whole notebook: timeout")
     assert "did not finish" in entries[-1]["error"]
 

@@ -1,0 +1,385 @@
+"""Answers a student might write for lesson 08 (processes): wrong ones and correct ones.
+
+The pool's mistakes: answers taken in arrival order (no request ids), the arrays handed to
+every worker (a copy each), one shared block per worker, ``close()`` that never unlinks the
+block, and workers started with ``fork``. The ledger's: no lock, a lock per worker, and a
+``multiprocessing.Array`` trusted to lock the update itself. ``choose``'s: a mean of rates
+(one busy round decides), medians compared unpaired, the memory budget ignored, no margin.
+The correct ones are written differently from the lesson's solution.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+import queue
+import statistics
+import threading
+from multiprocessing import shared_memory
+from typing import Any
+
+import numpy as np
+
+from autograder.checks import process_workers
+
+# --------------------------------------------------------------------------- SharedWeightsPool
+
+
+def _pack(weights: Any) -> tuple[shared_memory.SharedMemory, list[tuple[int, ...]]]:
+    block = shared_memory.SharedMemory(create=True, size=sum(w.nbytes for w in weights))
+    offset = 0
+    for w in weights:
+        data = np.ascontiguousarray(w, dtype=np.float32).tobytes()
+        block.buf[offset:offset + len(data)] = data
+        offset += len(data)
+    return block, [tuple(w.shape) for w in weights]
+
+
+class _Base:
+    """Starts the workers on one block; subclasses differ in how they route and close."""
+
+    method = "spawn"
+
+    def __init__(self, weights: Any, workers: int = 2, target: Any = process_workers.serve
+                 ) -> None:
+        ctx = multiprocessing.get_context(self.method)
+        self.block, shapes = _pack(weights)
+        self.requests, self.answers = ctx.Queue(), ctx.Queue()
+        self.workers = [ctx.Process(target=target, args=(self._source(weights), shapes,
+                                                         self.requests, self.answers))
+                        for _ in range(workers)]
+        for process in self.workers:
+            process.start()
+
+    def _source(self, weights: Any) -> Any:
+        return self.block.name
+
+    def predict(self, tokens: Any) -> Any:
+        self.requests.put((0, tokens))
+        return self.answers.get()[1]
+
+    def close(self) -> None:
+        for _ in self.workers:
+            self.requests.put(None)
+        for process in self.workers:
+            process.join()
+        self.block.close()
+        self.block.unlink()
+
+
+class ArrivalOrderPool(_Base):
+    """Put the request, take the next answer: fine on one thread, swapped under load."""
+
+
+class _Routed(_Base):
+    """Answers routed by request id through futures (correct routing)."""
+
+    def __init__(self, weights: Any, workers: int = 2, target: Any = process_workers.serve
+                 ) -> None:
+        super().__init__(weights, workers, target)
+        self.lock = threading.Lock()
+        self.futures: dict[int, concurrent.futures.Future] = {}
+        self.next_id = 0
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        for request_id, output in iter(self.answers.get, None):
+            with self.lock:
+                future = self.futures.pop(request_id)
+            future.set_result(output)
+
+    def predict(self, tokens: Any) -> Any:
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        with self.lock:
+            request_id, self.next_id = self.next_id, self.next_id + 1
+            self.futures[request_id] = future
+        self.requests.put((request_id, tokens))
+        return future.result()
+
+    def close(self) -> None:
+        for _ in self.workers:
+            self.requests.put(None)
+        for process in self.workers:
+            process.join()
+        self.answers.put(None)
+        self.reader.join()
+        self.block.close()
+        self.block.unlink()
+
+
+class CopyPerWorkerPool(_Routed):
+    """Hands every worker the arrays themselves: right answers, one copy per worker."""
+
+    def _source(self, weights: Any) -> Any:
+        return [np.asarray(w) for w in weights]
+
+
+class BlockPerWorkerPool(_Routed):
+    """One new shared block per worker: shared with nobody, a copy each in /dev/shm."""
+
+    def __init__(self, weights: Any, workers: int = 2, target: Any = process_workers.serve
+                 ) -> None:
+        self.extra = [_pack(weights)[0] for _ in range(workers)]
+        self._next_extra = iter(self.extra)
+        super().__init__(weights, workers, target)
+
+    def _source(self, weights: Any) -> Any:
+        return next(self._next_extra).name
+
+    def close(self) -> None:
+        super().close()
+        for block in self.extra:
+            block.close()
+            block.unlink()
+
+
+class CloseWithoutUnlinkPool(_Routed):
+    """``close()`` closes the block but never unlinks it: the segment stays in /dev/shm."""
+
+    def close(self) -> None:
+        for _ in self.workers:
+            self.requests.put(None)
+        for process in self.workers:
+            process.join()
+        self.answers.put(None)
+        self.reader.join()
+        self.block.close()
+
+
+class NoJoinPool(_Routed):
+    """``close()`` unlinks the block and returns, never telling the workers to stop."""
+
+    def close(self) -> None:
+        self.block.close()
+        self.block.unlink()
+
+
+class ForkedPool(_Routed):
+    """Workers started with ``fork``: a copy of a parent that may run TensorFlow's threads."""
+
+    method = "fork"
+
+
+WRONG_POOLS = [ArrivalOrderPool]
+#: Wrong pools whose failure is counted, not raced (a start method, bytes of private memory or
+#: of /dev/shm segments, processes alive after ``close()``): no interleaving can change the
+#: count, so test_processes.py runs them a few times rather than twenty.
+COUNTED_WRONG_POOLS = [CopyPerWorkerPool, BlockPerWorkerPool, CloseWithoutUnlinkPool, NoJoinPool,
+                       ForkedPool]
+
+
+class QueuePerWorkerPool:
+    """A request queue and an answer queue per worker; a thread borrows a whole worker."""
+
+    def __init__(self, weights: Any, workers: int = 2, target: Any = process_workers.serve
+                 ) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self.block, shapes = _pack(weights)
+        self.idle: queue.Queue = queue.Queue()
+        self.processes = []
+        for _ in range(workers):
+            pair = (ctx.Queue(), ctx.Queue())
+            process = ctx.Process(target=target, args=(self.block.name, shapes, *pair))
+            process.start()
+            self.processes.append((process, pair))
+            self.idle.put(pair)
+
+    def predict(self, tokens: Any) -> Any:
+        requests, answers = self.idle.get()
+        try:
+            requests.put((0, tokens))
+            return answers.get()[1]
+        finally:
+            self.idle.put((requests, answers))
+
+    def close(self) -> None:
+        for _, (requests, _answers) in self.processes:
+            requests.put(None)
+        for process, _ in self.processes:
+            process.join(timeout=10)
+        self.block.close()
+        self.block.unlink()
+
+
+class ConditionPool:
+    """One collector thread fills a dict of answers; callers wait on a Condition for theirs."""
+
+    def __init__(self, weights: Any, workers: int = 2, target: Any = process_workers.serve
+                 ) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        sizes = [w.nbytes for w in weights]
+        self.block = shared_memory.SharedMemory(create=True, size=sum(sizes))
+        start = 0
+        for w, size in zip(weights, sizes, strict=True):
+            np.ndarray(w.shape, np.float32, self.block.buf, start)[...] = w
+            start += size
+        self.requests, self.answers = ctx.Queue(), ctx.Queue()
+        self.procs = [ctx.Process(target=target, args=(self.block.name,
+                                                       [w.shape for w in weights],
+                                                       self.requests, self.answers), daemon=True)
+                      for _ in range(workers)]
+        for proc in self.procs:
+            proc.start()
+        self.ready: dict[int, Any] = {}
+        self.changed = threading.Condition()
+        self.counter = 0
+        self.collector = threading.Thread(target=self._collect, daemon=True)
+        self.collector.start()
+
+    def _collect(self) -> None:
+        while (item := self.answers.get()) is not None:
+            with self.changed:
+                self.ready[item[0]] = item[1]
+                self.changed.notify_all()
+
+    def predict(self, tokens: Any) -> Any:
+        with self.changed:
+            self.counter += 1
+            mine = self.counter
+        self.requests.put((mine, tokens))
+        with self.changed:
+            self.changed.wait_for(lambda: mine in self.ready)
+            return self.ready.pop(mine)
+
+    def close(self) -> None:
+        for _ in self.procs:
+            self.requests.put(None)
+        for proc in self.procs:
+            proc.join()
+        self.answers.put(None)
+        self.collector.join()
+        self.block.close()
+        self.block.unlink()
+
+
+CORRECT_POOLS = [QueuePerWorkerPool, ConditionPool]
+
+
+# --------------------------------------------------------------------------- run_ledger
+
+
+def _ledger_run(workers: int, updates: int, lock_for: Any, *, array: bool = False) -> list[int]:
+    ctx = multiprocessing.get_context("spawn")
+    block = None
+    if array:
+        ledger: Any = ctx.Array("q", process_workers.LEDGER_SLOTS)
+        source: Any = ledger
+    else:
+        block = shared_memory.SharedMemory(create=True, size=8 * process_workers.LEDGER_SLOTS)
+        source = block.name
+    locks = [lock_for(ctx, source) for _ in range(workers)]
+    procs = [ctx.Process(target=process_workers.tally, args=(source, locks[k], k, workers,
+                                                             updates)) for k in range(workers)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join()
+    if block is None:
+        return list(ledger[:process_workers.ACCOUNTS])
+    view = block.buf.cast("q")
+    totals = list(view[:process_workers.ACCOUNTS])
+    view.release()
+    block.close()
+    block.unlink()
+    return totals
+
+
+def ledger_without_lock(workers: int, updates: int) -> list[int]:
+    """Shared memory and no lock: read-modify-writes from several processes interleave."""
+    return _ledger_run(workers, updates, lambda ctx, source: None)
+
+
+def ledger_lock_per_worker(workers: int, updates: int) -> list[int]:
+    """A new Lock for each worker: every worker holds its own lock and nobody waits."""
+    return _ledger_run(workers, updates, lambda ctx, source: ctx.Lock())
+
+
+def ledger_on_synchronized_array(workers: int, updates: int) -> list[int]:
+    """``multiprocessing.Array`` "has a lock": each read and write is locked, not the update."""
+    return _ledger_run(workers, updates, lambda ctx, source: None, array=True)
+
+
+WRONG_LEDGERS = [ledger_without_lock, ledger_lock_per_worker, ledger_on_synchronized_array]
+
+
+def ledger_with_the_arrays_own_lock(workers: int, updates: int) -> list[int]:
+    """The Array's own lock, held by every worker around the whole update."""
+    return _ledger_run(workers, updates, lambda ctx, source: source.get_lock(), array=True)
+
+
+def ledger_single_writer(workers: int, updates: int) -> list[int]:
+    """Workers send their updates on a queue; this process alone applies them."""
+    ctx = multiprocessing.get_context("spawn")
+    updates_queue = ctx.Queue()
+    procs = [ctx.Process(target=process_workers.tally,
+                         args=(updates_queue, None, k, workers, updates))
+             for k in range(workers)]
+    for proc in procs:
+        proc.start()
+    totals = [0] * process_workers.ACCOUNTS
+    for _ in range(workers * updates):
+        slot, amount = updates_queue.get(timeout=30)
+        totals[slot] += amount
+    for proc in procs:
+        proc.join()
+    return totals
+
+
+CORRECT_LEDGERS = [ledger_with_the_arrays_own_lock, ledger_single_writer]
+
+
+# --------------------------------------------------------------------------- choose
+
+
+def choose_by_mean(threads: Any, processes_: Any, memory_budget_mb: float) -> str:
+    """Means of the rates: one round hit by other work decides."""
+    if processes_.memory_mb > memory_budget_mb:
+        return "threads"
+    ratio = statistics.mean(processes_.per_second) / statistics.mean(threads.per_second)
+    return "processes" if ratio >= 1.2 else "threads"
+
+
+def choose_ignoring_memory(threads: Any, processes_: Any, memory_budget_mb: float) -> str:
+    """Speed only: processes that do not fit in memory are still chosen."""
+    ratios = [p / t for p, t in zip(processes_.per_second, threads.per_second, strict=True)]
+    return "processes" if statistics.median(ratios) >= 1.2 else "threads"
+
+
+def choose_without_margin(threads: Any, processes_: Any, memory_budget_mb: float) -> str:
+    """Any speed-up at all picks processes."""
+    if processes_.memory_mb > memory_budget_mb:
+        return "threads"
+    ratios = [p / t for p, t in zip(processes_.per_second, threads.per_second, strict=True)]
+    return "processes" if statistics.median(ratios) > 1.0 else "threads"
+
+
+def choose_by_unpaired_medians(threads: Any, processes_: Any, memory_budget_mb: float) -> str:
+    """Medians of each design's rounds, unpaired: a machine that slowed down misleads it."""
+    if processes_.memory_mb > memory_budget_mb:
+        return "threads"
+    ratio = statistics.median(processes_.per_second) / statistics.median(threads.per_second)
+    return "processes" if ratio >= 1.2 else "threads"
+
+
+WRONG_CHOICES = [choose_by_mean, choose_ignoring_memory, choose_without_margin,
+                 choose_by_unpaired_medians]
+
+
+def choose_with_numpy(threads: Any, processes_: Any, memory_budget_mb: float) -> str:
+    """numpy's median of the paired ratios."""
+    ratios = np.asarray(processes_.per_second) / np.asarray(threads.per_second)
+    fits = processes_.memory_mb <= memory_budget_mb
+    return "processes" if fits and float(np.median(ratios)) >= 1.2 else "threads"
+
+
+def choose_by_counting(threads: Any, processes_: Any, memory_budget_mb: float) -> str:
+    """Processes when at least half the rounds (rounded up) reach the margin."""
+    if processes_.memory_mb > memory_budget_mb:
+        return "threads"
+    wins = sum(p >= 1.2 * t for p, t in zip(processes_.per_second, threads.per_second,
+                                            strict=True))
+    return "processes" if wins > len(threads.per_second) // 2 else "threads"
+
+
+CORRECT_CHOICES = [choose_with_numpy, choose_by_counting]
