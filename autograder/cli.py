@@ -33,6 +33,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                          help="folder of <student>/<assignment>/<notebook>.ipynb")
     p_grade.add_argument("--out", type=Path, required=True)
     p_grade.add_argument("--solutions", type=Path, default=REPO / "solutions")
+    p_grade.add_argument("--course", type=Path, default=None,
+                         help="the instructor's course (e.g. build/course, as `racelab collect` "
+                              "and `make instructor-lab` use it): record the grades in its "
+                              "gradebook, autograded/ and feedback/, where Formgrader and "
+                              "`racelab release-feedback` find them (default: a new course "
+                              "in OUT/course)")
     _grading_options(p_grade)
     _grading_options(p_demo)
 
@@ -43,7 +49,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                             help="run the kernel without bubblewrap (trusted notebooks only)")
 
     for name, what in (("release", "release lessons to nbgrader's exchange"),
-                       ("collect", "collect submissions from the exchange into the course")):
+                       ("collect", "collect submissions from the exchange into the course"),
+                       ("release-feedback", "put the course's feedback in the exchange for "
+                                            "the students' Fetch Feedback")):
         p_x = sub.add_parser(name, help=what)
         p_x.add_argument("assignments", nargs="*", help="lesson names (default: all)")
         p_x.add_argument("--exchange", type=Path, default=REPO / "build" / "exchange",
@@ -113,9 +121,12 @@ def _grade(args: argparse.Namespace) -> int:
     from autograder.pipeline.course import make_course
     from autograder.pipeline.grade import grade_submissions, print_table
 
-    course = make_course(args.solutions, args.out / "course")
+    if args.course is not None and (args.course / "gradebook.db").exists():
+        course = _existing_course(args)
+    else:
+        course = make_course(args.solutions, args.course or args.out / "course")
     rows = grade_submissions(args.submitted, course, args.out, workers=args.workers,
-                             limits=_limits(args))
+                             limits=_limits(args), record_in_course=args.course is not None)
     print_table(rows)
     print(f"\ngrades: {args.out / 'grades.csv'}  feedback: {args.out / 'feedback'}")
     return 0
@@ -131,25 +142,49 @@ def _release(args: argparse.Namespace) -> int:
     from autograder.pipeline.course import make_course
     from autograder.pipeline.exchange import release
 
-    course = make_course(args.solutions, args.course)
-    for name in release(course, args.exchange, args.assignments or None):
+    if (args.course / "gradebook.db").exists():  # never rebuilt: its gradebook holds grades
+        course = _existing_course(args)
+        print(f"releasing the course built in {args.course} (delete it to rebuild it from "
+              f"{args.solutions})")
+    else:
+        course = make_course(args.solutions, args.course)
+    released = release(course, args.exchange, args.assignments or None)
+    for name in released:
         print(f"released {name} to {args.exchange}")
+    if not released:
+        print(f"nothing new to release: every lesson asked for is already in {args.exchange}")
+    return 0
+
+
+def _existing_course(args: argparse.Namespace):
+    """The course already built at ``args.course`` (never rebuilt: its gradebook holds grades)."""
+    from autograder.pipeline.course import Course
+    from autograder.pipeline.source import find_lessons
+
+    return Course(args.course, tuple(find_lessons(args.solutions)))
+
+
+def _release_feedback(args: argparse.Namespace) -> int:
+    from autograder.pipeline.exchange import release_feedback
+
+    for name in release_feedback(_existing_course(args), args.exchange,
+                                 args.assignments or None):
+        print(f"released feedback on {name} to {args.exchange}")
     return 0
 
 
 def _collect(args: argparse.Namespace) -> int:
-    from autograder.pipeline.course import Course
     from autograder.pipeline.exchange import collect
-    from autograder.pipeline.source import find_lessons
 
-    course = Course(args.course, tuple(find_lessons(args.solutions)))
+    course = _existing_course(args)
     submitted = collect(course, args.exchange, args.assignments or None)
-    print(f"collected into {submitted}; grade with: racelab grade {submitted} --out OUT")
+    print(f"collected into {submitted}; grade with: racelab grade {submitted} --out OUT "
+          f"--course {args.course}")
     return 0
 
 
 _COMMANDS = {"build": _build, "demo": _demo, "grade": _grade, "validate": _validate,
-             "release": _release, "collect": _collect}
+             "release": _release, "collect": _collect, "release-feedback": _release_feedback}
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,16 +1,18 @@
-"""`racelab release` and `racelab collect`: nbgrader's exchange, on the built course.
+"""`racelab release`, `collect` and `release-feedback`: nbgrader's exchange, on the built course.
 
 Release copies each lesson's student notebook into the exchange (``EXCHANGE/racelab/outbound``),
 where students fetch it (JupyterLab's Assignments panel or ``nbgrader fetch_assignment``) and
 submit it back to ``inbound``. Collect moves the newest submission of every student into the
-course's ``submitted/<student>/<assignment>/``, ready for ``racelab grade``.
+course's ``submitted/<student>/<assignment>/``, ready for ``racelab grade``. Release-feedback
+puts the feedback ``racelab grade --course`` wrote into the exchange, for each student's Fetch
+Feedback.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from autograder.pipeline.course import Course, nbgrader_environment
+from autograder.pipeline.course import COURSE_ID, Course, nbgrader_environment
 
 
 class ExchangeError(RuntimeError):
@@ -23,15 +25,19 @@ def _run(course: Course, exchange: Path, action: str, assignments: list[str]) ->
         api = course.api(**{"Exchange.root": str(exchange.resolve())})
         for name in assignments:
             call = getattr(api, action)
-            outcome = call(name) if action == "release_assignment" else call(name, update=True)
+            outcome = call(name, update=True) if action == "collect" else call(name)
             if not outcome["success"]:
                 raise ExchangeError(f"nbgrader {action} {name} failed:\n"
                                     f"{outcome.get('error', '')}\n{outcome.get('log', '')}")
 
 
 def release(course: Course, exchange: Path, assignments: list[str] | None = None) -> list[str]:
-    """Release ``assignments`` (default: every lesson) to ``exchange``; returns their names."""
-    names = assignments or [lesson.name for lesson in course.lessons]
+    """Release ``assignments`` (default: every lesson) to ``exchange``; returns the names released.
+
+    A lesson already in the exchange stays as it is (students may have fetched it already).
+    """
+    names = [name for name in assignments or [lesson.name for lesson in course.lessons]
+             if not (exchange / COURSE_ID / "outbound" / name).exists()]
     _run(course, exchange, "release_assignment", names)
     return names
 
@@ -41,3 +47,12 @@ def collect(course: Course, exchange: Path, assignments: list[str] | None = None
     names = assignments or [lesson.name for lesson in course.lessons]
     _run(course, exchange, "collect", names)
     return course.root / "submitted"
+
+
+def release_feedback(course: Course, exchange: Path, assignments: list[str] | None = None
+                     ) -> list[str]:
+    """Put the course's feedback for ``assignments`` (default: every lesson) in the exchange,
+    where each student's Fetch Feedback finds their own; returns the assignment names."""
+    names = assignments or [lesson.name for lesson in course.lessons]
+    _run(course, exchange, "release_feedback", names)
+    return names

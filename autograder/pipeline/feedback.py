@@ -115,7 +115,8 @@ def record_scores(gb, result: JobResult) -> None:
     """Write ``result``'s test scores into an open nbgrader ``Gradebook`` and commit."""
     from nbgrader.api import MissingEntry
 
-    gb.update_or_create_student(result.student)
+    # Formgrader lists students as "last, first": show the student id rather than "None, None".
+    gb.update_or_create_student(result.student, last_name=result.student, first_name="")
     gb.update_or_create_submission(result.assignment, result.student)
     for gid, (score, _, _) in result.cells.items():
         try:

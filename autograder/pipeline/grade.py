@@ -62,7 +62,8 @@ def plan_jobs(submitted: Path, course: Course, out: Path, limits: Limits) -> lis
 
 
 def grade_submissions(submitted: Path, course: Course, out: Path, *, workers: int | None = None,
-                      limits: Limits | None = None, progress: bool = True) -> list[GradeRow]:
+                      limits: Limits | None = None, progress: bool = True,
+                      record_in_course: bool = False) -> list[GradeRow]:
     """Grade every submission in ``submitted`` against ``course``; write everything to ``out``.
 
     Args:
@@ -72,6 +73,9 @@ def grade_submissions(submitted: Path, course: Course, out: Path, *, workers: in
         workers: Parallel grading processes (default: the number of CPU cores).
         limits: Per-kernel limits.
         progress: Show a progress bar with ETA on stderr.
+        record_in_course: Also record the grades in ``course`` itself, as Formgrader and
+            ``racelab release-feedback`` read them: its gradebook, ``autograded/`` (the
+            executed notebooks) and ``feedback/``.
 
     Returns:
         A row per student folder and lesson, sorted by student then assignment.
@@ -90,6 +94,8 @@ def grade_submissions(submitted: Path, course: Course, out: Path, *, workers: in
     write_csv(rows, out / "grades.csv")
     _write_gradebook(course, out / "gradebook.db", results.values())
     _collect_feedback(jobs, results, out / "feedback")
+    if record_in_course:
+        _record_in_course(course, jobs, results)
     return rows
 
 
@@ -200,6 +206,32 @@ def _write_gradebook(course: Course, path: Path, results) -> None:
         for result in results:
             record_scores(gb, result)
     tmp.replace(path)
+
+
+_SUBMISSION_STAMPS = ("timestamp.txt", "submission_secret.txt")
+
+
+def _record_in_course(course: Course, jobs: list[Job], results) -> None:
+    """Scores into the course's gradebook; executed notebooks and feedback into its folders."""
+    from nbgrader.api import Gradebook
+
+    with nbgrader_environment(), Gradebook(course.db_url) as gb:
+        for result in results.values():
+            record_scores(gb, result)
+    for job in jobs:
+        result = results[(job.student, job.assignment)]
+        where = Path(job.student) / job.assignment / result.notebook
+        executed = Path(job.workdir) / "course" / "autograded" / where.with_suffix(".ipynb")
+        html = Path(job.workdir) / "feedback.html"
+        feedback = course.root / "feedback" / where.with_suffix(".html")
+        copies = [(executed, course.root / "autograded" / where.with_suffix(".ipynb")),
+                  (html, feedback)]
+        for name in _SUBMISSION_STAMPS:  # release-feedback matches the submission by them
+            copies.append((Path(job.submission).parent / name, feedback.parent / name))
+        for source, target in copies:
+            if source.exists():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(source, target)
 
 
 def _collect_feedback(jobs: list[Job], results, feedback_dir: Path) -> None:

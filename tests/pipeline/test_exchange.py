@@ -1,10 +1,13 @@
-"""Release, a student's fetch and submit through nbgrader's exchange, collect, then grade."""
+"""The instructor's loop through nbgrader's exchange: release, a student's fetch and submit,
+collect, grade into the course (as Formgrader shows it), release feedback, the student's fetch
+of that feedback."""
 
+import re
 import shutil
 from pathlib import Path
 
 from autograder.pipeline.course import make_course, nbgrader_environment
-from autograder.pipeline.exchange import collect, release
+from autograder.pipeline.exchange import collect, release, release_feedback
 from autograder.pipeline.grade import grade_submissions
 from autograder.pipeline.spec import Limits
 
@@ -25,7 +28,8 @@ def student_api(home: Path, exchange: Path, cache: Path):
     return NbGraderAPI(coursedir=CourseDirectory(config=cfg), config=cfg)
 
 
-def test_released_lesson_fetched_submitted_collected_and_graded(tmp_path, monkeypatch):
+def test_released_lesson_fetched_submitted_collected_graded_and_its_feedback_fetched(
+        tmp_path, monkeypatch):
     solutions = tmp_path / "solutions"
     solutions.mkdir()
     shutil.copy(FIXTURES / "99_tiny.py", solutions)
@@ -58,6 +62,38 @@ def test_released_lesson_fetched_submitted_collected_and_graded(tmp_path, monkey
     students = [p.name for p in submitted.iterdir()]
     assert len(students) == 1
     rows = grade_submissions(submitted, course, tmp_path / "out", workers=1,
-                             limits=Limits(cell_timeout_s=30), progress=False)
+                             limits=Limits(cell_timeout_s=30), progress=False,
+                             record_in_course=True)
     assert [(r.assignment, r.score, r.max_score, r.status) for r in rows] == [
         ("99_tiny", 2, 2, "graded")]
+
+    student = students[0]
+    from nbgrader.api import Gradebook
+
+    with nbgrader_environment(), Gradebook(course.db_url) as gb:  # what Formgrader reads
+        [known] = gb.students
+        assert (known.id, known.last_name) == (student, student)
+        assert gb.find_submission("99_tiny", student).score == 2
+    assert (course.root / "autograded" / student / "99_tiny" / "99_tiny.ipynb").exists()
+    assert (course.root / "feedback" / student / "99_tiny" / "99_tiny.html").exists()
+
+    assert release_feedback(course, exchange) == ["99_tiny"]
+    from nbgrader.exchange.default import ExchangeFetchFeedback
+
+    with nbgrader_environment():
+        fetch = ExchangeFetchFeedback(coursedir=api.coursedir, authenticator=api.authenticator,
+                                      config=api.config)
+        fetch.coursedir.assignment_id = "99_tiny"
+        fetch.start()
+    fetched_feedback = list((home / "99_tiny" / "feedback").rglob("99_tiny.html"))
+    assert fetched_feedback, "Fetch Feedback found nothing"
+    page = re.sub(r"<[^>]+>", "", fetched_feedback[0].read_text(encoding="utf-8"))
+    assert "Score: 2.0 / 2.0" in " ".join(page.split()), "the student's own graded feedback"
+
+    # Releasing again (a later lesson, say) keeps the course and the grades in its gradebook.
+    from autograder.cli import main
+
+    assert main(["release", "--solutions", str(solutions), "--course", str(course.root),
+                 "--exchange", str(exchange)]) == 0
+    with nbgrader_environment(), Gradebook(course.db_url) as gb:
+        assert gb.find_submission("99_tiny", student).score == 2
