@@ -94,9 +94,9 @@ print("built:", model.built, "| weights:", len(model.weights),
 # `model.predict_on_batch(batch)`, on its own batch of four rows.
 #
 # A cold model raced from threads can, rarely, crash TensorFlow itself and end its whole
-# process. So `race_trials` runs the trials in child Python processes: a trial that crashes
-# its process is counted as failed (the report says so), and your kernel keeps running. Run it
-# twenty times:
+# process. So `race_trials` runs cold trials in child Python processes: a trial that crashes
+# its process is counted as failed (the report says so), and your kernel keeps running (warmed
+# trials, which build nothing from threads, run here). Run it twenty times:
 
 # %%
 serve = warmup.predict_on_batch
@@ -269,11 +269,12 @@ print("predict_function:", type(model.predict_function).__name__,
 claim("make_predict_function built nothing and traced nothing", not model.built and log.count == 0)
 
 # %% [markdown]
-# So calling it before the threads start does not help. Try it:
+# So calling it before the threads start does not help. Try it (the model is still cold, so
+# `in_child=True` runs these trials in child processes too):
 
 # %%
 made_only = warmup.race_trials(warmup.tiny_sequential, serve, trials=TRIALS, threads=4,
-                               warm=warmup.make_predict_function_only)
+                               warm=warmup.make_predict_function_only, in_child=True)
 print(made_only.report())
 claim("after make_predict_function alone, a thread still raised in at least one trial",
       made_only.failed >= 1)

@@ -203,7 +203,9 @@ claim("rebuilding the model for each task made a request at least 5 times slower
 # Each worker process records the requests it served in a shared ledger of 8 accounts.
 # `process_workers.tally(ledger, lock, index, workers, updates)` is what one worker runs: for
 # each update it reads an account, checks the request, and writes the account back, holding
-# `lock` around the three steps when `lock` is not None. Run three of them, 400 updates each,
+# `lock` around the three steps when `lock` is not None. Between the read and the write it
+# waits a tenth of a millisecond (`time.sleep`), as a worker writing a log line there would: a
+# simulated I/O that makes the race show on an idle machine and on a busy one alike. Run three of them, 400 updates each,
 # on a ledger in shared memory, three ways: with no lock; with a new lock for each worker; and
 # on a `multiprocessing.Array`, which comes with a lock of its own:
 

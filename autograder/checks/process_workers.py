@@ -213,10 +213,17 @@ def tally(ledger: Any, lock: Any, index: int, workers: int, updates: int) -> Non
             block.close()
 
 
+#: The simulated I/O between a ledger update's read and its write (seconds).
+_IO_S = 0.0001
+
+
 def _update(slots: Any, index: int, j: int) -> None:
     slot = account(index, j)
     seen = slots[slot]
     value = _check_request(index, j)
+    # Wait a tenth of a millisecond between the read and the write, as a worker writing a log
+    # line there would: the workers then interleave in every run, on an idle or a busy machine.
+    time.sleep(_IO_S)
     slots[slot] = seen + value
 
 

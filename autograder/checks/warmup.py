@@ -477,7 +477,7 @@ def race_trials(
     features: int = 8,
     seed: int = 0,
     compare: bool = False,
-    in_child: bool = True,
+    in_child: bool | None = None,
 ) -> RaceStats:
     """Run ``call(model, batch)`` from ``threads`` threads on a fresh model, ``trials`` times.
 
@@ -485,9 +485,9 @@ def race_trials(
     ``warm(model, batch)`` on this thread, when given), then the threads released together,
     each with its own batch. Nothing is asserted; the returned statistics say what happened.
 
-    A cold model raced from threads can crash TensorFlow itself, so by default the trials run
-    in child processes (:func:`autograder.checks.child.run_in_children`): a trial that crashes
-    its process is counted as a failed trial, and your kernel keeps running.
+    A cold model raced from threads can crash TensorFlow itself, so trials without a warmup run
+    in child processes by default (:func:`autograder.checks.child.run_in_children`): a trial
+    that crashes its process is counted as a failed trial, and your kernel keeps running.
 
     Args:
         make_model: Returns a fresh model from a seed.
@@ -501,16 +501,17 @@ def race_trials(
         compare: After each trial in which no thread raised, make every thread's call again
             on this thread, one after another, and count the trials in which an output
             differs (exactly) from what the thread got.
-        in_child: Run the trials in child processes. The functions passed must then be
-            defined in a module (``warmup.predict_on_batch``, ``functools.partial`` of one),
-            not in the notebook.
+        in_child: Run the trials in child processes (default: when ``warm`` is None, that is
+            when the threads race on a cold model). The functions passed must then be defined
+            in a module (``warmup.predict_on_batch``, ``functools.partial`` of one), not in
+            the notebook.
 
     Returns:
         The statistics, with harness results whose ``figure()`` shows the interleaving.
     """
     calls = [(make_model, call, warm, seed + index, threads, rows, features, compare)
              for index in range(trials)]
-    if in_child:
+    if in_child if in_child is not None else warm is None:
         outcomes = run_in_children(_race_trial, calls, trial_timeout_s=_TIMEOUT_S + 30)
     else:
         outcomes = [_race_trial(*args) for args in calls]

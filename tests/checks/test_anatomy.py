@@ -1,7 +1,8 @@
 """Lesson 00 (anatomy) graders: every known wrong answer fails every run, every right one passes.
 
 Each parametrized test runs the exercise's real hidden check (``autograder.checks.anatomy``)
-20 times in this process, as 20 grading runs would.
+in this process as often as that many grading runs would (``grading_runs.RUNS``, 20, for a
+wrong answer; ``CORRECT_RUNS`` for a right one).
 
 All three checks are deterministic: exercise 1 replays fixed schedules, and exercises 2 and 3
 explore with the controlled scheduler under a fixed seed and schedule budget, so an answer's
@@ -23,11 +24,10 @@ from typing import Any
 
 import answers_anatomy as answers
 import pytest
+from grading_runs import CORRECT_RUNS, RUNS
 
 from autograder.checks import anatomy
 from autograder.harness import Result
-
-RUNS = 20
 
 
 def _fails_every_run(check: Callable[..., None], *answer: Any) -> str:
@@ -41,11 +41,11 @@ def _fails_every_run(check: Callable[..., None], *answer: Any) -> str:
 
 
 def _passes_every_run(check: Callable[..., None], *answer: Any) -> None:
-    for run in range(RUNS):
+    for run in range(CORRECT_RUNS):
         try:
             check(*answer)
         except AssertionError as failure:
-            pytest.fail(f"grading run {run + 1} of {RUNS} failed {answer!r}: {failure}")
+            pytest.fail(f"grading run {run + 1} of {CORRECT_RUNS} failed {answer!r}: {failure}")
 
 
 # --------------------------------------------------------------------------- exercise 1

@@ -37,11 +37,11 @@ from typing import Any
 
 import answers_capstone as answers
 import pytest
+from grading_runs import CORRECT_RUNS, RUNS
 from isolation import IsolatedRuns
 
 from autograder.checks import capstone
 
-RUNS = 20
 PARTS = {
     "check_cold_start": ("InferenceService, cold start", answers.WRONG_COLD),
     "check_weight_updates": ("InferenceService, weight updates", answers.WRONG_UPDATES),
@@ -98,12 +98,12 @@ CORRECT = [answers.ConditionBatchService, answers.QueueCommandService]
 @pytest.mark.parametrize("answer", CORRECT, ids=_id)
 def test_correct_service_passes_every_part_in_every_grading_run(answer, check):
     grade: Callable[[Any], None] = getattr(capstone, check)
-    for run in range(RUNS):
+    for run in range(CORRECT_RUNS):
         try:
             grade(answer)
         except AssertionError as failure:
-            pytest.fail(f"grading run {run + 1} of {RUNS} of {check} failed {answer.__name__}: "
-                        f"{failure}")
+            pytest.fail(f"grading run {run + 1} of {CORRECT_RUNS} of {check} failed "
+                        f"{answer.__name__}: {failure}")
 
 
 @pytest.mark.parametrize(("check", "answer"), WRONG, ids=lambda v: _id(v))

@@ -1,7 +1,8 @@
 """Lesson 02 (mutex) graders: every known wrong answer fails every run, every right one passes.
 
 Each parametrized test runs the exercise's real hidden check (``autograder.checks.mutex``)
-20 times in this process, as 20 grading runs would. Every check uses the controlled scheduler
+in this process as often as that many grading runs would (``grading_runs.RUNS``, 20, for a
+wrong answer; ``CORRECT_RUNS`` for a right one). Every check uses the controlled scheduler
 (``explore``) with a fixed seed and a fixed number of schedules, so it is deterministic: the
 same answer gets the same verdict, found in the same schedule, on every run. The 20 runs
 still run, to prove exactly that (a flaky verdict would show up here).

@@ -1,7 +1,8 @@
 """Lesson 08 (processes) graders: every known wrong answer fails every run, every right one passes.
 
 Each parametrized test runs the exercise's real hidden check (``autograder.checks.processes``)
-20 times in this process, as 20 grading runs would. The pool and ledger checks start real
+in this process as often as that many grading runs would (``grading_runs.RUNS``, 20, for a
+wrong answer; ``CORRECT_RUNS`` for a right one). The pool and ledger checks start real
 ``spawn`` processes (pure-Python workers, a few hundredths of a second each), so each run of
 them takes well under a second; ``choose``'s check is a fixed set of made-up measurements.
 

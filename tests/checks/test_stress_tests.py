@@ -1,7 +1,8 @@
 """Lesson 05 (stress tests and benchmarks) graders: wrong answers fail, right ones pass, 20 runs.
 
 Each parametrized test runs the exercise's real hidden check (``autograder.checks.stress_tests``)
-20 times in this process, as 20 grading runs would.
+in this process as often as that many grading runs would (``grading_runs.RUNS``, 20, for a
+wrong answer; ``CORRECT_RUNS`` for a right one).
 
 - ``stress_ledger`` is graded with real threads: the student's test runs against 7 racy and 5
   correct hidden ledgers (each racy one has a GIL-releasing TensorFlow call inside its race

@@ -38,12 +38,11 @@ from typing import Any
 
 import answers_warmup as answers
 import pytest
-from grading_runs import passes_every_run
+from grading_runs import RUNS, passes_every_run
 from isolation import run_isolated
 
 from autograder.checks import warmup
 
-RUNS = 20
 WRONG = {
     "check_entry_point": "WRONG_WARM_UPS",
     "check_shared_predictor": "WRONG_PREDICTORS",
@@ -80,7 +79,7 @@ def _fails_every_run(verdicts: dict, check: Callable[[Any], None], answer: Any) 
 
 
 def _passes_every_run(check: Callable[[Any], None], answer: Any) -> None:
-    passes_every_run(check, answer.__name__, answer, RUNS)
+    passes_every_run(check, answer.__name__, answer)
 
 
 @pytest.mark.parametrize("answer", answers.WRONG_WARM_UPS, ids=_name)
