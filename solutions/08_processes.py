@@ -296,7 +296,7 @@ mlp_block.unlink()
 #   one new shared-memory block and starts `workers` processes with the `spawn` start method,
 #   each running `target(block_name, shapes, requests, answers)`;
 # - `predict(tokens)` returns the output for `tokens` (a tuple of 4 floats); many threads call
-#   it at once, and workers may answer in any order (the grader's do, on purpose);
+#   it at once, and workers may answer in any order (`process_workers.serve` does, on purpose);
 # - `close()` stops and joins every worker and closes *and unlinks* the block, so that no
 #   process and no segment in `/dev/shm` is left.
 #

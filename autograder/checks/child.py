@@ -113,7 +113,7 @@ def _run_child(function: Callable[..., Any], calls: list[tuple[Any, ...]],
         stdout, code = stopped.stdout or b"", None
         how = "hung and was stopped"
     returned = [pickle.loads(base64.b64decode(line)) for line in stdout.splitlines() if line]
-    if code is not None and code > 0 or code == 0 and len(returned) < len(calls):
+    if code is not None and (code > 0 or code == 0 and len(returned) < len(calls)):
         tail = child.stderr.decode(errors="replace").strip().splitlines()[-8:]
         raise RuntimeError(f"the child process stopped with exit code {code}:\n"
                            + "\n".join(tail))

@@ -24,13 +24,16 @@ leak costs only its own exercise.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import multiprocessing
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -277,6 +280,7 @@ class PoolRun:
     worker_uss_mb: dict[int, float] = field(default_factory=dict)
     segment_mb: float = 0.0
     still_running: list[int] = field(default_factory=list)
+    other_target: list[int] = field(default_factory=list)
     leftovers: Leftovers = field(default_factory=Leftovers)
 
 
@@ -289,10 +293,11 @@ def run_pool(pool_class: Callable[..., Any], *, workers: int = POOL_WORKERS,
     """
     before = snapshot()
     seen = PoolRun()
+    marks = tempfile.mkdtemp(prefix="racelab-served-by-")
+    target = functools.partial(process_workers.serve, served_by=marks)
     try:
-        pool = _bounded(exercise, f"SharedWeightsPool(weights, {workers}, serve_shuffled)",
-                        lambda: pool_class(list(embedding_weights()), workers,
-                                           process_workers.serve_shuffled), START_S)
+        pool = _bounded(exercise, f"SharedWeightsPool(weights, {workers}, serve)",
+                        lambda: pool_class(list(embedding_weights()), workers, target), START_S)
         started = before.since()
         seen.workers = started.processes
         seen.not_spawned = sum(not _spawned(pid) for pid in started.processes)
@@ -303,9 +308,12 @@ def run_pool(pool_class: Callable[..., Any], *, workers: int = POOL_WORKERS,
                 seen.worker_uss_mb[pid] = uss_mb(pid)
         _bounded(exercise, "close()", pool.close, CLOSE_S)
         seen.still_running = _wait_for_exit(seen.workers)
+        seen.other_target = [pid for pid in seen.workers if pid not in seen.still_running
+                             and not os.path.exists(os.path.join(marks, str(pid)))]
         seen.leftovers = before.since()
     finally:
         clean_up(before.since())
+        shutil.rmtree(marks, ignore_errors=True)
     return seen
 
 
@@ -367,6 +375,11 @@ def check_pool(pool_class: Callable[..., Any]) -> None:
             f"{exercise}: {seen.not_spawned} of its worker processes were not started with "
             "spawn, expected multiprocessing.get_context('spawn'): a forked child of a "
             "process that runs TensorFlow can hang")
+    if seen.other_target:
+        raise AssertionError(
+            f"{exercise}: {len(seen.other_target)} of its worker processes did not run the "
+            "target it was given, expected every worker to run target(block_name, shapes, "
+            "requests, answers)")
     if seen.wrong:
         index, got, want = seen.wrong[0]
         raise AssertionError(

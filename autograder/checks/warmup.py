@@ -511,7 +511,9 @@ def race_trials(
     """
     calls = [(make_model, call, warm, seed + index, threads, rows, features, compare)
              for index in range(trials)]
-    if in_child if in_child is not None else warm is None:
+    if in_child is None:
+        in_child = warm is None  # only threads racing on a cold model can crash TensorFlow
+    if in_child:
         outcomes = run_in_children(_race_trial, calls, trial_timeout_s=_TIMEOUT_S + 30)
     else:
         outcomes = [_race_trial(*args) for args in calls]

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from autograder.pipeline.course import Course, nbgrader_environment
 from autograder.pipeline.feedback import record_scores
+from autograder.pipeline.job import executed_path
 from autograder.pipeline.spec import Job, JobResult, Limits, Status
 
 
@@ -221,7 +222,7 @@ def _record_in_course(course: Course, jobs: list[Job], results) -> None:
     for job in jobs:
         result = results[(job.student, job.assignment)]
         where = Path(job.student) / job.assignment / result.notebook
-        executed = Path(job.workdir) / "course" / "autograded" / where.with_suffix(".ipynb")
+        executed = executed_path(job, result.notebook)
         html = Path(job.workdir) / "feedback.html"
         feedback = course.root / "feedback" / where.with_suffix(".html")
         copies = [(executed, course.root / "autograded" / where.with_suffix(".ipynb")),

@@ -126,10 +126,15 @@ def _grade(job: Job, submitted: nbformat.NotebookNode, release: nbformat.Noteboo
     result.score = sum(score for score, _, _ in result.cells.values())
     result.detail = scoring.detail(result)
     executed = executed_notebook(submitted, release, plan, run)
-    autograded = course / "autograded" / job.student / job.assignment / f"{result.notebook}.ipynb"
-    write_executed(executed, autograded, result.notes)
+    write_executed(executed, executed_path(job, result.notebook), result.notes)
     if job.feedback:
         write_feedback(course, job, result, workdir)
+
+
+def executed_path(job: Job, notebook: str) -> Path:
+    """Where the job writes the executed notebook (what Validate and the feedback read)."""
+    return (Path(job.workdir) / "course" / "autograded" / job.student / job.assignment
+            / f"{notebook}.ipynb")
 
 
 def _cell_name(cell: dict) -> str:

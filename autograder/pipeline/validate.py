@@ -20,7 +20,7 @@ import nbformat
 from autograder.pipeline.cells import exercise_titles
 from autograder.pipeline.course import make_course
 from autograder.pipeline.feedback import error_text
-from autograder.pipeline.job import run_job
+from autograder.pipeline.job import executed_path, run_job
 from autograder.pipeline.spec import Job, Limits, Status
 
 STUDENT = "validate"
@@ -142,8 +142,7 @@ def grade_notebook(notebook: Path, solutions: Path, *, sandbox: bool = True) -> 
                   str(Path(tmp) / "job"), Limits(sandbox=sandbox, job_timeout_s=VALIDATE_LIMIT_S),
                   feedback=False)
         result = run_job(job)
-        executed = (Path(job.workdir) / "course" / "autograded" / STUDENT / lesson_name
-                    / f"{result.notebook}.ipynb")
+        executed = executed_path(job, result.notebook)
         outputs = _test_outputs(executed)
     tests = []
     for gid, (score, points, reason) in result.cells.items():

@@ -8,7 +8,7 @@ them takes well under a second; ``choose``'s check is a fixed set of made-up mea
 
 Why a wrong pool or ledger fails every run, not just often:
 
-- the grader's pool workers (``process_workers.serve_shuffled``) answer every group of waiting
+- the pool workers (``process_workers.serve``, the grader's target) answer every group of waiting
   requests last first, so a pool that takes answers in arrival order swaps outputs whenever
   two threads wait at once (18 to 22 of 24 calls in every run measured);
 - copies and leaks are counted, not raced: a worker's private memory, the bytes in new

@@ -1,0 +1,43 @@
+"""Attacks on a lesson's grader from inside the answer itself (not through the sandbox).
+
+Lesson 08's pool is graded by starting it with the grader's worker (``target``), which answers
+out of order on purpose, so that a pool taking answers in arrival order hands threads each
+other's outputs. A pool that ignores ``target`` and starts an in-order worker of its own would
+dodge that test: the grader must notice the substitution, whatever else the pool gets right.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from autograder.checks import process_workers, processes
+from tests.checks.answers_processes import ArrivalOrderPool
+
+
+def in_order_worker(source: Any, shapes: Any, requests: Any, answers: Any) -> None:
+    """A worker of the student's own: answers each request as soon as it takes it."""
+    block, views = process_workers._attach(source, shapes)
+    try:
+        for request_id, tokens in iter(requests.get, None):
+            answers.put((request_id, process_workers.embedding_predict(views, shapes, tokens)))
+    finally:
+        process_workers._detach(block, views)
+
+
+class IgnoresTheTargetPool(ArrivalOrderPool):
+    """Takes answers in arrival order, and swaps the grader's worker for an in-order one."""
+
+    def __init__(self, weights: Any, workers: int = 2, target: Any = None) -> None:
+        super().__init__(weights, workers, in_order_worker)
+
+
+@pytest.mark.parametrize("run", range(5))
+def test_a_pool_that_runs_its_own_worker_instead_of_the_target_fails(run):
+    before = processes.snapshot()
+    with pytest.raises(AssertionError) as failure:
+        processes.check_pool(IgnoresTheTargetPool)
+    assert str(failure.value).startswith("SharedWeightsPool: ")
+    assert "did not run the target it was given" in str(failure.value)
+    assert not before.since(), "the check cleans up what the pool left"
