@@ -239,12 +239,14 @@ class NaiveCache:
 extra = mutex.extra_builds(NaiveCache, model, trials=trials(20))
 print(f"trials with extra model calls: {sum(e > 0 for e in extra)} of {len(extra)}")
 print(f"extra calls per trial (8 needed, 32 lookups): {extra}")
-claim("the check-then-act cache called the model too often in every trial", all(e > 0 for e in extra))
+claim("the check-then-act cache called the model too often in at least 3 of 4 trials",
+      sum(e > 0 for e in extra) >= 0.75 * len(extra))
 
 # %% [markdown]
-# This one breaks with plain threads, every time: `predict_on_batch` releases the GIL while
-# TensorFlow computes, so the other threads run their own `key not in self.values` check in
-# the meantime, miss too, and call the model again.
+# This one breaks with plain threads, in nearly every trial (a trial on a busy machine can
+# run its threads one after another): `predict_on_batch` releases the GIL while TensorFlow
+# computes, so the other threads run their own `key not in self.values` check in the
+# meantime, miss too, and call the model again.
 #
 # ### A lock made on every call
 #
