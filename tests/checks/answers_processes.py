@@ -164,7 +164,7 @@ class ForkedPool(_Routed):
 WRONG_POOLS = [ArrivalOrderPool]
 #: Wrong pools whose failure is counted, not raced (a start method, bytes of private memory or
 #: of /dev/shm segments, processes alive after ``close()``): no interleaving can change the
-#: count, so test_processes.py runs them a few times rather than twenty.
+#: count; test_processes.py names the count in the test.
 COUNTED_WRONG_POOLS = [CopyPerWorkerPool, BlockPerWorkerPool, CloseWithoutUnlinkPool, NoJoinPool,
                        ForkedPool]
 

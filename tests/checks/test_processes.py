@@ -1,10 +1,12 @@
 """Lesson 08 (processes) graders: every known wrong answer fails every run, every right one passes.
 
 Each parametrized test runs the exercise's real hidden check (``autograder.checks.processes``)
-in this process as often as that many grading runs would (``grading_runs.RUNS``, 20, for a
-wrong answer; ``CORRECT_RUNS`` for a right one). The pool and ledger checks start real
-``spawn`` processes (pure-Python workers, a few hundredths of a second each), so each run of
-them takes well under a second; ``choose``'s check is a fixed set of made-up measurements.
+in this process as often as twenty grading runs would (``grading_runs.RUNS``), for wrong and
+right answers alike: unlike the other lessons' correct answers (``CORRECT_RUNS``), these
+checks are cheap enough for the full twenty (the whole file: about 90 s on 2 cores). The pool
+and ledger checks start real ``spawn`` processes (pure-Python workers, a few hundredths of a
+second each), so each run of them takes well under a second; ``choose``'s check is a fixed set
+of made-up measurements.
 
 Why a wrong pool or ledger fails every run, not just often:
 
@@ -13,7 +15,7 @@ Why a wrong pool or ledger fails every run, not just often:
   two threads wait at once (18 to 22 of 24 calls in every run measured);
 - copies and leaks are counted, not raced: a worker's private memory, the bytes in new
   ``/dev/shm`` segments, the processes still running after ``close()``; no interleaving can
-  change a count, so those pools run three times (``COUNTED_RUNS``) instead of twenty;
+  change a count;
 - the ledger's workers raise a start flag each and wait (bounded) for all the others before
   their 400 read-check-write updates, so they run at the same time on real cores, and an
   unguarded update loses hundreds of updates every run.
@@ -34,6 +36,7 @@ import answers_processes as answers
 import numpy as np
 import pytest
 from grading_runs import (
+    RUNS,
     Exercise,
     cases,
     fails_every_run,
@@ -42,9 +45,6 @@ from grading_runs import (
 )
 
 from autograder.checks import process_workers, processes
-
-#: Runs of a wrong pool whose failure is a count (see answers_processes.COUNTED_WRONG_POOLS).
-COUNTED_RUNS = 3
 
 _SOLVED = solution_namespace("08_processes", {
     "itertools": itertools, "multiprocessing": multiprocessing, "threading": threading,
@@ -72,14 +72,14 @@ def test_wrong_answer_fails_every_grading_run_with_a_message_in_the_exercises_te
 @pytest.mark.parametrize("answer", answers.COUNTED_WRONG_POOLS, ids=lambda a: a.__name__)
 def test_pool_that_copies_or_leaks_fails_every_run_on_what_is_counted(answer: Any) -> None:
     before = processes.snapshot()
-    fails_every_run(processes.check_pool, "SharedWeightsPool", answer, COUNTED_RUNS)
+    fails_every_run(processes.check_pool, "SharedWeightsPool", answer)
     assert not before.since(), f"the check left {before.since().describe()}"
 
 
 @pytest.mark.parametrize(("check", "exercise", "answer"), cases(EXERCISES, "correct"))
 def test_correct_answer_written_differently_passes_every_grading_run(
         check: Callable[[Any], None], exercise: str, answer: Any) -> None:
-    passes_every_run(check, exercise, answer)
+    passes_every_run(check, exercise, answer, RUNS)
 
 
 @pytest.mark.parametrize(("check", "exercise", "answer"), cases(EXERCISES, "solution"))
