@@ -164,7 +164,7 @@ class ForkedPool(_Routed):
 WRONG_POOLS = [ArrivalOrderPool]
 #: Wrong pools whose failure is counted, not raced (a start method, bytes of private memory or
 #: of /dev/shm segments, processes alive after ``close()``): no interleaving can change the
-#: count; test_processes.py names the count in the test.
+#: count, though they run twenty times like every other wrong answer.
 COUNTED_WRONG_POOLS = [CopyPerWorkerPool, BlockPerWorkerPool, CloseWithoutUnlinkPool, NoJoinPool,
                        ForkedPool]
 
