@@ -31,6 +31,7 @@ import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from autograder.checks.plain import plain
 from autograder.checks.report import require_ok
 from autograder.harness import Result, explore, replay
 
@@ -192,7 +193,8 @@ def check_schedules(overdraft: object, double_pay: object) -> None:
     """
     _require_visible()
     exercise = "OVERDRAFT and DOUBLE_PAY"
-    overdraft, double_pay = _compact(overdraft), _compact(double_pay)
+    overdraft = _compact(plain(overdraft, f"{exercise}: OVERDRAFT"))
+    double_pay = _compact(plain(double_pay, f"{exercise}: DOUBLE_PAY"))
     wanted = {
         "OVERDRAFT": (overdraft, _overdrawn, "end with a negative balance (both customers "
                       "passed the balance check before either one subtracted)"),
@@ -306,7 +308,8 @@ def counter_on_one_thread(counter_class: Callable[[], Any]) -> None:
         counter.increment(2)
         return first, second, counter.take()
 
-    taken = _on_one_thread("SafeCounter", calls, body)
+    taken = plain(_on_one_thread("SafeCounter", calls, body),
+                  f"SafeCounter: on one thread, {calls}: take()")
     if taken != (4, 0, 2):
         raise AssertionError(
             f"SafeCounter: on one thread, {calls} returned {', '.join(map(repr, taken))}; "
@@ -322,11 +325,12 @@ def run_counter(counter_class: Callable[[], Any], *, seed: int = SEED,
     """
 
     def check(run: _CounterRun) -> None:
-        final = run.counter.take()
-        counted = sum(run.taken) + final
+        taken = plain(run.taken, "take()")
+        final = plain(run.counter.take(), "take()")
+        counted = sum(taken) + final
         assert counted == COUNTER_TOTAL, (
             f"expected the increments (1 + 2 + 4 = {COUNTER_TOTAL}) to be handed out exactly "
-            f"once, but take() returned {run.taken[0]!r} during the run and {final!r} at the "
+            f"once, but take() returned {taken[0]!r} during the run and {final!r} at the "
             f"end: {counted} in all, so "
             + (f"{COUNTER_TOTAL - counted} of the increments were lost"
                if counted < COUNTER_TOTAL else
@@ -357,10 +361,17 @@ class _CacheRun:
         self.cache = cache_class(self.load)
 
     def load(self, key):
+        if type(key) is not str:  # an exact str passes without a step the scheduler sees
+            key = plain(key, _LOAD_KEY, str)
         self.loads.append(key)
         value = types.SimpleNamespace(key=key, serial=len(self.loads))
         self.made[key] = value
         return value
+
+
+#: Names a key ``load`` was called with that is not a plain str (the message goes on
+#: "returned <type>; expected ...").
+_LOAD_KEY = "load was called with a key that is not a plain str: the key get(key) passed on"
 
 
 def _get_a_then_b(run):
@@ -390,10 +401,13 @@ def cache_on_one_thread(cache_class: Callable[[Callable[[str], Any]], Any]) -> N
         return cache.get("x"), cache.get("x"), cache.get("y")
 
     first, again, other = _on_one_thread("OnceCache", "get('x'), get('x'), get('y')", body)
+    calls = plain(calls, f"OnceCache: on one thread, {_LOAD_KEY}")
+    keys = [plain(getattr(value, "key", None), "OnceCache: on one thread, get(key).key")
+            for value in (first, other)]
     problems = []
     if calls != ["x", "y"]:
         problems.append(f"load was called with {calls}, expected ['x', 'y'] (once per key)")
-    if getattr(first, "key", None) != "x" or getattr(other, "key", None) != "y":
+    if keys != ["x", "y"]:
         problems.append("get(key) must return what load(key) returned")
     elif again is not first:
         problems.append("a second get('x') returned a different object than the first")
@@ -416,6 +430,10 @@ def run_cache(cache_class: Callable[[Callable[[str], Any]], Any], *, seed: int =
             times = run.loads.count(key)
             if times != 1:
                 problems.append(f"load({key!r}) ran {times} times, expected exactly once")
+        others = sorted(set(run.loads) - {"a", "b"})
+        if others:
+            problems.append(f"load was called with {others}, keys no get() asked for; expected "
+                            "only 'a' and 'b'")
         for key, value in run.got:
             if value is not run.made.get(key):
                 problems.append(f"a get({key!r}) returned {value!r}, not the object load made "

@@ -44,6 +44,7 @@ import sys
 import threading
 import time
 import traceback
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,6 +53,7 @@ import numpy as np
 
 from autograder.checks import variables, warmup
 from autograder.checks.child import Crashed, run_in_children
+from autograder.checks.plain import plain, plain_array
 from autograder.checks.report import require_ok
 from autograder.harness import Result, stress
 
@@ -157,6 +159,18 @@ def same_answer(output: Any, expected: np.ndarray) -> bool:
         return False
     return got.shape == expected.shape and bool(np.allclose(got, expected, rtol=1e-4,
                                                             atol=1e-5))
+
+
+def _answer(output: Any) -> np.ndarray:
+    """What ``predict()`` returned, as plain numbers copied the moment it came back.
+
+    Judged later, a value could still change (a view of a buffer the service reuses) or run
+    the service's code (an object that computes its row when read); the copy does neither.
+
+    Raises:
+        NotPlainData: (an AssertionError) when it is not an array of numbers.
+    """
+    return np.array(plain_array(output, "predict()"))
 
 
 def _pause(x: np.ndarray, seconds: np.ndarray) -> np.ndarray:
@@ -336,8 +350,27 @@ def describe_threads(threads: Sequence[threading.Thread]) -> str:
     return "\n".join(blocks)
 
 
+#: The threads the grader started (clients, close() and smoke runners), by ``id``: a thread the
+#: service starts can take any name, so the grader's threads are told apart by identity.
+_GRADER_THREADS: weakref.WeakValueDictionary[int, threading.Thread] = (
+    weakref.WeakValueDictionary())
+
+
+def _grader_thread(thread: threading.Thread) -> threading.Thread:
+    _GRADER_THREADS[id(thread)] = thread
+    return thread
+
+
+def _is_grader_thread(thread: threading.Thread) -> bool:
+    return _GRADER_THREADS.get(id(thread)) is thread
+
+
 def _new_threads(before: set[threading.Thread]) -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t not in before and t.is_alive()]
+    """Threads alive now that were not in ``before`` (by identity, asking ``threading`` itself:
+    a service's thread class could answer ``is_alive()`` or ``==`` as it likes)."""
+    known = {id(t) for t in before}
+    return [t for t in threading.enumerate()
+            if id(t) not in known and threading.Thread.is_alive(t)]
 
 
 def _start(body: Callable[[], Any], name: str) -> tuple[threading.Thread, list[BaseException]]:
@@ -350,7 +383,7 @@ def _start(body: Callable[[], Any], name: str) -> tuple[threading.Thread, list[B
         except BaseException as error:  # noqa: BLE001 - handed to the caller
             errors.append(error)
 
-    thread = threading.Thread(target=run, name=name, daemon=True)
+    thread = _grader_thread(threading.Thread(target=run, name=name, daemon=True))
     thread.start()
     return thread, errors
 
@@ -428,7 +461,7 @@ def run_clients(service: Any, rows: Sequence[Sequence[np.ndarray]], *, deadline_
         for call in mine:
             call.start = time.perf_counter()
             try:
-                call.output = service.predict(call.x)
+                call.output = _answer(service.predict(call.x))
             except Exception as error:  # noqa: BLE001 - recorded for the check
                 call.error = error
             call.end = time.perf_counter()
@@ -439,8 +472,9 @@ def run_clients(service: Any, rows: Sequence[Sequence[np.ndarray]], *, deadline_
             leave.wait(STUCK_S)
 
     delays = list(delays) + [0.0] * (len(calls) - len(delays))
-    threads = [threading.Thread(target=client, args=(mine, delays[c]), name=f"client-{c}",
-                                daemon=True) for c, mine in enumerate(calls)]
+    threads = [_grader_thread(threading.Thread(target=client, args=(mine, delays[c]),
+                                               name=f"client-{c}", daemon=True))
+               for c, mine in enumerate(calls)]
     for thread in threads:
         thread.start()
     go.wait()
@@ -495,7 +529,7 @@ def _stuck_message(run: ClientRun, what: str, before: set[threading.Thread] | No
                    ) -> str:
     waiting = _in_flight(run)
     service = [] if before is None else [
-        t for t in _new_threads(before) if not t.name.startswith(("client-", "grader-"))]
+        t for t in _new_threads(before) if not _is_grader_thread(t)]
     shown = describe_threads(run.stuck[:4]) + (
         f"\n  ... and {len(run.stuck) - 4} more client threads" if len(run.stuck) > 4 else "")
     if service:
@@ -518,7 +552,7 @@ def _smoke(service_class: Callable[..., Any], exercise: str) -> None:
 
     def once() -> None:
         holder["service"] = service = service_class(model, rows[0].copy())
-        holder["output"] = service.predict(rows[1])
+        holder["output"] = _answer(service.predict(rows[1]))
 
     finished, error, thread = _within(once, SMOKE_S, "grader-smoke")
     if not finished:
@@ -591,7 +625,7 @@ def run_cold_start(service_class: Callable[..., Any], *, trials: int = COLD_TRIA
         def worker(trial: ColdTrial) -> None:
             for i, x in enumerate(trial.rows[k]):
                 try:
-                    trial.outputs[k][i] = trial.service.predict(x)
+                    trial.outputs[k][i] = _answer(trial.service.predict(x))
                 except Exception as error:
                     trial.errors.append(warmup.describe(error))
                     raise
@@ -800,7 +834,7 @@ def run_weight_updates(service_class: Callable[..., Any], *, trials: int = UPDAT
             while True:
                 finished = trial.done.is_set()
                 start = time.perf_counter()
-                mine.append((start, trial.service.predict(pool.example)))
+                mine.append((start, _answer(trial.service.predict(pool.example))))
                 if finished:
                     return
                 time.sleep(UPDATE_GAP_S)
@@ -828,13 +862,22 @@ def check_weight_updates(service_class: Callable[..., Any], **kwargs: Any) -> No
 
 
 def _stats(service: Any) -> dict[str, Any]:
-    stats = service.stats()
-    if not isinstance(stats, dict):
-        raise AssertionError(f"stats() returned {type(stats).__name__}, expected a dict with "
-                             "'requests', 'batches' and 'errors'")
-    missing = [key for key in ("requests", "batches", "errors") if key not in stats]
-    if missing:
-        raise AssertionError(f"stats() returned {stats!r}: the keys {missing} are missing")
+    """``service.stats()`` as plain data; AssertionError (and ``service`` closed) if not counts."""
+    try:
+        stats = service.stats()
+        if not isinstance(stats, dict):
+            raise AssertionError(f"stats() returned {type(stats).__name__}, expected a dict "
+                                 "with 'requests', 'batches' and 'errors'")
+        stats = plain(stats, "stats()", dict)
+        missing = [key for key in ("requests", "batches", "errors") if key not in stats]
+        if missing:
+            raise AssertionError(f"stats() returned {stats!r}: the keys {missing} are missing; "
+                                 "expected 'requests', 'batches' and 'errors'")
+        for key in ("requests", "batches", "errors"):
+            plain(stats[key], f"stats()[{key!r}]", (int, float))
+    except AssertionError:
+        _close_quietly(service)
+        raise
     return stats
 
 
@@ -944,9 +987,10 @@ def accounting_problems(service_class: Callable[..., Any], *, seed: int = SEED) 
         return [f"after {good} well-formed requests stats() reported {stats['batches']} "
                 f"batches; expected between {ACCOUNT_SEQUENTIAL + 1} and {good} (one model call"
                 " serves one or more requests)"]
-    problems = _close_problems(service_class, seed, before | set(threading.enumerate()))
-    _close_quietly(service)
-    return problems
+    try:
+        return _close_problems(service_class, seed, before | set(threading.enumerate()))
+    finally:
+        _close_quietly(service)
 
 
 def _expected(seed: int, rows: list[list[np.ndarray]]) -> dict[tuple[int, int], np.ndarray]:
@@ -997,11 +1041,9 @@ def _close_problems(service_class: Callable[..., Any], seed: int,
     if run.stuck:
         return [_stuck_message(run, "close() was called while clients were sending", before)]
     deadline = time.perf_counter() + JOIN_GRACE_S
-    clients = {f"client-{c}" for c in range(CLOSE_CLIENTS)}
     left = []
     while time.perf_counter() < deadline:
-        left = [t for t in _new_threads(before) if t.name not in clients
-                and not t.name.startswith("grader-")]
+        left = [t for t in _new_threads(before) if not _is_grader_thread(t)]
         if not left:
             break
         time.sleep(0.02)
@@ -1039,7 +1081,10 @@ def _close_problems(service_class: Callable[..., Any], seed: int,
 def check_accounting(service_class: Callable[..., Any], *, seed: int = SEED) -> None:
     """Grade part 3: no request lost or answered twice, exact stats, a clean close()."""
     _smoke(service_class, "InferenceService")
-    problems = accounting_problems(service_class, seed=seed)
+    try:
+        problems = accounting_problems(service_class, seed=seed)
+    except AssertionError as failure:  # stats() did not return plain counts
+        problems = [str(failure)]
     if problems:
         raise AssertionError("InferenceService, accounting and close: " + "; ".join(problems))
 

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from autograder.checks.plain import plain
 from autograder.checks.report import require_ok
 from autograder.harness import Result, explore
 from autograder.harness.primitives import OwnedLock
@@ -417,6 +418,7 @@ def run_metrics(metrics_class: Callable[[], Any], *, seed: int = SEED,
 
     def check(run: MetricsRun) -> None:
         for snap, seen in run.snapshots:
+            seen = plain(seen, "snapshot()")  # what it said when it returned, item by item
             if seen["ok"] + seen["errors"] != seen["requests"]:
                 raise AssertionError(
                     f"a snapshot said {_describe(seen)}: ok + errors = "
@@ -429,12 +431,13 @@ def run_metrics(metrics_class: Callable[[], Any], *, seed: int = SEED,
                     f"a snapshot said {_describe(seen)}: expected latency_total = "
                     f"{expected:g} for those requests. It was taken while record() was "
                     "half done")
-            if _read(snap) != seen:
+            now = _read(plain(snap, "snapshot()", dict))
+            if now != seen:
                 raise AssertionError(
                     f"a snapshot changed after snapshot() returned it: it said "
-                    f"{_describe(seen)}, later {_describe(_read(snap))}; expected it to stay "
+                    f"{_describe(seen)}, later {_describe(now)}; expected it to stay "
                     "as it was. Return a new dict, not the one record() keeps updating")
-        final = _read(run.metrics.snapshot())
+        final = _read(plain(run.metrics.snapshot(), "snapshot()", dict))
         want = {"requests": run.ok_calls + run.error_calls, "ok": run.ok_calls,
                 "errors": run.error_calls,
                 "latency_total": OK_LATENCY_S * run.ok_calls + ERROR_LATENCY_S * run.error_calls}
@@ -450,12 +453,22 @@ def run_metrics(metrics_class: Callable[[], Any], *, seed: int = SEED,
 def check_metrics(metrics_class: Callable[[], Any], **kwargs: Any) -> None:
     """Grade a metrics class (see :func:`run_metrics`); raise AssertionError when it fails."""
 
+    seen: list[Any] = []
+
     def once() -> None:
         metrics = metrics_class()
         metrics.record(OK_LATENCY_S, True)
-        metrics.snapshot()
+        metrics.record(ERROR_LATENCY_S, False)
+        seen.append(metrics.snapshot())
 
     _smoke("ServerMetrics", once)
+    snap = _read(plain(seen[0], "ServerMetrics: on one thread, snapshot()", dict))
+    want = {"requests": 2, "ok": 1, "errors": 1, "latency_total": OK_LATENCY_S + ERROR_LATENCY_S}
+    if snap != want:
+        raise AssertionError(
+            f"ServerMetrics: on one thread, record({OK_LATENCY_S:g}, True) then "
+            f"record({ERROR_LATENCY_S:g}, False) then snapshot() said {_describe(snap)}; "
+            f"expected {_describe(want)}")
     deadlock = "record() or snapshot() waits for a lock that is never released."
     _require(run_metrics(metrics_class, **kwargs), exercise="ServerMetrics", run="run_metrics",
              hints={"deadlock": deadlock})
@@ -502,6 +515,9 @@ def run_cache(cache_class: Callable[[Callable[[str], Any]], Any], *, seed: int =
         computed, started, fast_done = run.computed, run.slow_started, run.fast_done
 
         def compute(key: str) -> tuple[str, int]:
+            if type(key) is not str:  # an exact str passes without a step the scheduler sees
+                key = plain(key, "compute was called with a key that is not a plain str: the "
+                            "key get(key) passed on", str)
             computed.append(key)
             if key == SLOW_KEY:
                 started.set()
@@ -528,13 +544,18 @@ def run_cache(cache_class: Callable[[Callable[[str], Any]], Any], *, seed: int =
                 raise AssertionError(
                     f"compute({key!r}) ran {times} times, expected exactly once: threads "
                     f"that missed {key!r} at the same time each computed it")
+        others = sorted(set(run.computed) - {SLOW_KEY, FAST_KEY})
+        if others:
+            raise AssertionError(
+                f"compute was called with {others}, keys no get() asked for; expected only "
+                f"{SLOW_KEY!r} and {FAST_KEY!r}")
         if run.blocked_by_slow:
             raise AssertionError(
                 f"get({FAST_KEY!r}) could not return while {SLOW_KEY!r} was being computed; "
                 "expected other keys to be served meanwhile. A slow build holds up every other "
                 "key: do not hold a lock that other keys need while compute() runs")
         for key, values in ((SLOW_KEY, run.slow), (FAST_KEY, run.fast)):
-            for value in values:
+            for value in plain(values, f"get({key!r})"):
                 if not (isinstance(value, tuple) and len(value) == 2 and value[0] == key):
                     raise AssertionError(
                         f"get({key!r}) returned {value!r}, expected what compute({key!r}) "
@@ -572,7 +593,9 @@ class Replica:
     every read or change made by a thread that did not hold ``lock``, whether or not another
     thread held it at the time: ``lock`` is the harness's ``OwnedLock``, a Lock that knows its
     holder (issue #18, class 3: "guarded" used to mean "some thread holds the lock", so a
-    timed acquire that gave up while another thread held it looked guarded).
+    timed acquire that gave up while another thread held it looked guarded). A count written
+    to ``slots`` is kept as plain data (:func:`~autograder.checks.plain.plain`), so the
+    requests' ``slots > 0`` and the check's sums never run the student's own number type.
     """
 
     def __init__(self, name: str, slots: int) -> None:
@@ -592,6 +615,8 @@ class Replica:
     def slots(self, value: int) -> None:
         if not self.lock.held_here():
             self.unguarded.append("changed")
+        if type(value) is not int:  # an exact int passes without a step the scheduler sees
+            value = plain(value, f"the count move_slots wrote to replica {self.name}'s slots")
         self._slots = value
         self.lowest = min(self.lowest, value)
 
@@ -665,16 +690,17 @@ def run_move_slots(move_slots: Callable[[Any, Any, int], Any], *, seed: int = SE
                 f"the replicas ended with {a + b} free slots in all (a={a}, b={b}) and "
                 f"{run.in_flight} requests in flight, expected {2 * SLOTS_EACH} slots in all: "
                 "an update of a replica's slots was lost")
+        moved = {key: plain(run.moved.get(key), f"move_slots (moving {key})")
+                 for key in ("a->b", "b->a")}
         for key in ("a->b", "b->a"):
-            if run.moved.get(key) not in (True, False):
+            if moved[key] not in (True, False):
                 raise AssertionError(
-                    f"move_slots returned {run.moved.get(key)!r}, expected True or False")
-        want_a = (SLOTS_EACH - MOVE * run.moved["a->b"] + MOVE * run.moved["b->a"]
-                  - run.in_flight)
+                    f"move_slots returned {moved[key]!r}, expected True or False")
+        want_a = SLOTS_EACH - MOVE * moved["a->b"] + MOVE * moved["b->a"] - run.in_flight
         if a != want_a:
             raise AssertionError(
                 f"replica a ended with {a} free slots, expected {want_a} after the moves that "
-                f"returned True ({run.moved})")
+                f"returned True ({moved})")
 
     workers = [move_a_to_b, move_b_to_a, serve_two_requests_on_a]
     return _explore(setup, workers, check, seed, schedules)
@@ -682,7 +708,23 @@ def run_move_slots(move_slots: Callable[[Any, Any, int], Any], *, seed: int = SE
 
 def check_move_slots(move_slots: Callable[[Any, Any, int], Any], **kwargs: Any) -> None:
     """Grade a ``move_slots`` function (see :func:`run_move_slots`)."""
-    _smoke("move_slots", lambda: move_slots(Replica("a", 2), Replica("b", 2), 1))
+    outcomes: list[tuple[Any, int, int]] = []
+
+    def once() -> None:
+        for free, n in ((2, 1), (1, 2)):
+            src, dst = Replica("a", free), Replica("b", 2)
+            outcomes.append((move_slots(src, dst, n), src.slots, dst.slots))
+
+    _smoke("move_slots", once)
+    for (free, n), (moved, left, got), want in zip(((2, 1), (1, 2)), outcomes,
+                                                   ((True, 1, 3), (False, 1, 2)), strict=True):
+        moved = plain(moved, "move_slots: on one thread, move_slots()")
+        if (bool(moved), left, got) != want:
+            raise AssertionError(
+                f"move_slots: on one thread, moving {n} slot(s) from a replica with {free} "
+                f"free to one with 2 returned {moved!r} and left {left} and {got}; expected "
+                f"{want[0]} and {want[1]} and {want[2]} (move only when the source has the "
+                "slots, and return whether it moved)")
     deadlock = ("two moves in opposite directions each hold one replica's lock and wait "
                 "for the other's. Take the two locks in one fixed order whatever the "
                 "direction (or never hold both at once).")
@@ -768,6 +810,7 @@ def run_model_slot(slot_class: Callable[[Any, int], Any], *, seed: int = SEED,
         if run.problems:
             raise AssertionError(run.problems[0])
         for who, answer in run.answers:
+            answer = plain(answer, "predict()")
             if not (isinstance(answer, tuple) and len(answer) == 2):
                 raise AssertionError(
                     f"predict() returned {answer!r}, expected a (version, output) pair")
@@ -782,7 +825,8 @@ def run_model_slot(slot_class: Callable[[Any, int], Any], *, seed: int = SEED,
                     f"{output[0]}; expected the version of the model that computed it. The "
                     "version and the model were read at different moments, and swap() changed "
                     "them in between")
-        calls = run.new.calls
+        calls = plain(run.new.calls, "the batches predict() and swap() passed to the new "
+                      "model: a batch name")
         if not calls or calls[0] != EXAMPLE:
             raise AssertionError(
                 "the new model's first call was "
@@ -792,7 +836,7 @@ def run_model_slot(slot_class: Callable[[Any, int], Any], *, seed: int = SEED,
         if not run.calls_when_swap_returned:
             raise AssertionError("swap() returned before it had warmed the new model; "
                                  "expected the warm-up call to be made inside swap()")
-        version = run.after_swap[0][0]
+        version = plain(run.after_swap[0], "predict()")[0]
         if version != NEW_VERSION:
             raise AssertionError(
                 f"the request made after swap() returned got version {version}, expected "

@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from autograder.checks import process_workers
+from autograder.checks.plain import NotPlainData, plain, plain_array
 
 SHM_DIR = Path("/dev/shm")
 MB = 2**20
@@ -329,12 +330,19 @@ def _spawned(pid: int) -> bool:
 def _load(exercise: str, pool: Any, seen: PoolRun) -> None:
     tokens, expected = _graded_requests()
     outputs: list[Any] = [None] * len(tokens)
+    not_plain: list[str] = []
     barrier = threading.Barrier(POOL_THREADS)
 
     def client(k: int) -> None:
         barrier.wait()
         for index in range(k, len(tokens), POOL_THREADS):
-            outputs[index] = pool.predict(tokens[index])
+            output = pool.predict(tokens[index])
+            try:  # plain numbers, copied as they come back: nothing of the pool's runs later
+                outputs[index] = None if output is None else np.array(
+                    plain_array(output, f"{exercise}: predict()"))
+            except NotPlainData as error:
+                not_plain.append(str(error))
+                return
 
     def load() -> None:
         threads = [threading.Thread(target=client, args=(k,), daemon=True)
@@ -345,6 +353,8 @@ def _load(exercise: str, pool: Any, seen: PoolRun) -> None:
             thread.join()
 
     _bounded(exercise, f"predict() from {POOL_THREADS} threads at once", load, LOAD_S)
+    if not_plain:
+        raise AssertionError(f"{not_plain[0]} (expected the model's output, {OUTPUTS} numbers)")
     for index, (got, want) in enumerate(zip(outputs, expected, strict=True)):
         if got is None:
             continue
@@ -426,6 +436,7 @@ class LedgerRun:
     totals: Any = None
     expected: list[int] = field(default_factory=list)
     workers_seen: int = 0
+    workers_ran: set[int] = field(default_factory=set)
     leftovers: Leftovers = field(default_factory=Leftovers)
 
 
@@ -435,13 +446,19 @@ def run_ledger_once(run_ledger: Callable[[int, int], Any], *, workers: int = LED
     before = snapshot()
     seen = LedgerRun(expected=process_workers.expected_totals(workers, updates))
     watcher = _ChildWatcher(before.processes)
+    receipts = tempfile.mkdtemp(prefix="racelab-receipts-")
+    os.environ[process_workers.RECEIPTS_ENV] = receipts
     watcher.start()
     try:
         seen.totals = _bounded(exercise, f"run_ledger({workers}, {updates})",
                                lambda: run_ledger(workers, updates), LEDGER_S)
     finally:
         watcher.stop()
+        os.environ.pop(process_workers.RECEIPTS_ENV, None)
         seen.workers_seen = len(watcher.seen)
+        seen.workers_ran = {index for index, pid in process_workers.read_receipts(receipts)
+                            if pid != os.getpid()}
+        shutil.rmtree(receipts, ignore_errors=True)
         seen.leftovers = before.since()
         clean_up(seen.leftovers)
     return seen
@@ -472,11 +489,19 @@ def check_ledger(run_ledger: Callable[[int, int], Any]) -> None:
     """Grade ``run_ledger`` (see :func:`run_ledger_once`); AssertionError if it fails."""
     exercise = "run_ledger"
     seen = run_ledger_once(run_ledger, exercise=exercise)
+    values = plain(seen.totals, f"{exercise}:")
     try:
-        totals = [int(v) for v in seen.totals]
+        totals = [int(v) for v in (values.tolist() if isinstance(values, np.ndarray)
+                                   else values)]
     except (TypeError, ValueError):
-        raise AssertionError(f"{exercise}: returned {seen.totals!r}, expected a list of "
+        raise AssertionError(f"{exercise}: returned {values!r}, expected a list of "
                              f"{process_workers.ACCOUNTS} account totals") from None
+    missing = sorted(set(range(LEDGER_WORKERS)) - seen.workers_ran)
+    if missing:
+        raise AssertionError(
+            f"{exercise}: ledger worker(s) {missing} never ran process_workers.tally in a "
+            f"process of their own; expected each of the {LEDGER_WORKERS} workers to run it on "
+            "a process (the totals must come from the workers, not be computed)")
     if totals != seen.expected:
         counted, want = sum(totals), sum(seen.expected)
         raise AssertionError(
@@ -616,6 +641,7 @@ def check_choose(choose: Callable[[DesignRun, DesignRun, float], Any]) -> None:
         except Exception as error:  # noqa: BLE001 - reported to the student
             raise AssertionError(f"{exercise}: raised {type(error).__name__}: {error} on "
                                  f"measurements where {what}") from None
+        got = plain(got, f"{exercise}:")
         if got != want:
             ratios = [round(p / t, 2) for p, t in zip(processes.per_second,
                                                        threads.per_second, strict=True)]

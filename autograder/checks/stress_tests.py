@@ -37,6 +37,8 @@ from typing import Any
 
 import numpy as np
 
+from autograder.checks.plain import NotPlainData, exception_line, plain, plain_array
+
 #: Seconds one run of a student's stress test may take against one implementation.
 BUDGET_S = 20.0
 #: Seconds a student's ``explore_ledger`` may take against one implementation.
@@ -364,8 +366,7 @@ def run_bounded(function: Callable[[], Any], budget_s: float) -> tuple[str, str,
         try:
             function()
         except BaseException as error:  # noqa: BLE001 - any exception is the test's verdict
-            text = str(error).strip().splitlines()
-            outcome.append(("raised", f"{type(error).__name__}: {text[0][:160] if text else ''}"))
+            outcome.append(("raised", exception_line(error)))
         else:
             outcome.append(("returned", ""))
 
@@ -496,15 +497,16 @@ def measure_problems(measure: Callable[..., Any]) -> list[str]:
             lambda s=serve, g=got: g.append(measure(s, THREADS, CALLS)), 20.0)
         if verdict != "returned":
             return [f"measure(serve, {THREADS}, {CALLS}) on {name} {verdict} {detail}".strip()]
-        result = got[0]
+        call = f"measure: on {name}, measure(serve, {THREADS}, {CALLS})"
+        result = plain(got[0], call)
         keys = {"wall_s", "latencies_s", "throughput"}
         if not isinstance(result, dict) or not keys <= set(result):
             return [f"measure returned {type(result).__name__}, expected a dict with keys "
                     "'wall_s', 'latencies_s' and 'throughput'"]
-        results[name] = result
-        wall = float(result["wall_s"])
-        latencies = [float(x) for x in result["latencies_s"]]
-        throughput = float(result["throughput"])
+        wall = plain(result["wall_s"], f"{call}['wall_s']", float)
+        latencies = _floats(result["latencies_s"], f"{call}['latencies_s']")
+        throughput = plain(result["throughput"], f"{call}['throughput']", float)
+        results[name] = {"wall_s": wall, "latencies_s": latencies, "throughput": throughput}
         where = f"on {name} ({THREADS} threads x {CALLS} calls)"
         if len(latencies) != THREADS * CALLS:
             problems.append(f"{where}: expected {THREADS * CALLS} latencies, one per call, "
@@ -548,6 +550,15 @@ def measure_problems(measure: Callable[..., Any]) -> list[str]:
                         f"{lat[0] * 1000:.1f} ms, median {statistics.median(lat) * 1000:.1f} ms, "
                         f"longest {lat[-1] * 1000:.1f} ms: measure each call, not an average")
     return problems
+
+
+def _floats(value: Any, what: str) -> list[float]:
+    """``value`` (plain data: a list, tuple or 1-D array of numbers) as a list of floats."""
+    array = plain_array(value, what)
+    if array.ndim != 1:
+        raise NotPlainData(f"{what} returned an array shaped {array.shape}; expected a list "
+                           "of numbers")
+    return [float(x) for x in array.tolist()]
 
 
 def check_measure(measure: Callable[..., Any]) -> None:
@@ -741,11 +752,17 @@ def explore_rows(explore_ledger: Callable[[Callable[[], Any]], Any], *,
             lambda m=make_ledger, g=got: g.append(explore_ledger(m)), budget_s)
         if verdict == "returned":
             result = got[0]
-            if not isinstance(result, Result):
-                verdict, detail = "raised", f"returned {type(result).__name__}, not a Result"
+            # Exactly a Result (a subclass or a faked __class__ would decide its own ``ok``),
+            # read as plain data: ``ok`` is the harness's own (a hand-made Result is never ok).
+            if type(result) is not Result:
+                kind = plain(type(result).__name__, "explore_ledger: its result's type", str)
+                verdict, detail = "raised", f"returned {kind}, not a Result"
             else:
-                verdict = "raised" if not result.ok else "returned"
-                detail = f"verdict {result.verdict!r} after {result.schedules_run} schedules"
+                ok = plain(result.ok, "explore_ledger: Result.ok", bool)
+                said = plain(result.verdict, "explore_ledger: Result.verdict", str)
+                runs = plain(result.schedules_run, "explore_ledger: Result.schedules_run", int)
+                verdict = "raised" if not ok else "returned"
+                detail = f"verdict {said!r} after {runs} schedules"
         right = verdict == "raised" if is_racy else verdict == "returned"
         rows.append({"number": number, "racy": is_racy, "verdict": verdict, "detail": detail,
                      "seconds": seconds, "right": right, "name": cls.__name__})

@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from autograder.checks.plain import exception_line, plain_array
 from autograder.checks.report import require_ok
 from autograder.harness import Result, stress
 
@@ -102,8 +103,21 @@ def make_transform(log: list | None = None) -> Callable[[np.ndarray], np.ndarray
     return transform
 
 
-def _values(element: Any) -> np.ndarray:
-    return np.asarray(element.numpy() if hasattr(element, "numpy") else element, dtype="float32")
+def _values(element: Any, what: str = "iterating the dataset") -> np.ndarray:
+    """An element the student's pipeline yielded, as a float32 array of the grader's own.
+
+    Read once, through :func:`~autograder.checks.plain.plain_array` (a base ndarray, never the
+    element's own comparisons) and copied, so the student's code cannot change it afterwards.
+
+    Args:
+        element: A tensor, an array or a list of numbers.
+        what: How a message names where it came from (``plain_array``'s ``what``).
+
+    Raises:
+        NotPlainData: (an AssertionError) when the element is no array of numbers.
+    """
+    return plain_array(element.numpy() if hasattr(element, "numpy") else element,
+                       what).astype("float32")
 
 
 def _identify(values: np.ndarray) -> int | None:
@@ -295,14 +309,15 @@ def _one_thread(make_dataset: Callable[..., Any], n: int) -> None:
     sys.setswitchinterval(1e-6)
     try:
         dataset = make_dataset(make_read(0.0), n)
-        first = [_identify(_values(x)) for x in dataset]
-        second = [_identify(_values(x)) for x in dataset]
+        what = "make_dataset: iterating the dataset"
+        first = [_identify(_values(x, what)) for x in dataset]
+        second = [_identify(_values(x, what)) for x in dataset]
     except AssertionError:
         raise
     except Exception as error:  # noqa: BLE001 - the student's code, reported to the student
         raise AssertionError(
             f"make_dataset: on one thread, building and iterating the dataset raised "
-            f"{type(error).__name__}: {str(error).splitlines()[0][:200]} (expected each of "
+            f"{exception_line(error)} (expected each of "
             f"the {n} records exactly once)") from None
     finally:
         sys.setswitchinterval(interval)
@@ -347,7 +362,7 @@ def image_array(count: int = IMAGES) -> np.ndarray:
 
 
 def _collect(dataset: Any) -> np.ndarray:
-    return np.stack([_values(x) for x in dataset])
+    return np.stack([_values(x, "iterating the augmented dataset") for x in dataset])
 
 
 def check_augment(augment: Callable[[Any, int], Any]) -> None:
@@ -366,7 +381,7 @@ def run_augment(augment: Callable[[Any, int], Any], *, trials: int = STRESS_TRIA
     except Exception as error:  # noqa: BLE001 - the student's code, reported to the student
         raise AssertionError(
             f"augment: on one thread, building and iterating the augmented dataset raised "
-            f"{type(error).__name__}: {str(error).splitlines()[0][:200]} (expected "
+            f"{exception_line(error)} (expected "
             f"{IMAGES} augmented images)") from None
     shifts, flips = _augmentation_sane(reference, originals)
     more_shifts, more_flips = _augmentation_sane(other_seed, originals)
@@ -523,7 +538,7 @@ def measure(pipeline: Callable[..., Any] | None, n: int = FAST_RECORDS) -> FastR
             start = time.perf_counter()
             time.sleep(TRAIN_S)
             if into is not None:
-                values.append(_values(x))
+                values.append(_values(x, "iterating the pipeline"))
                 log.append(("train", threading.current_thread().name, start,
                             time.perf_counter()))
         return train
@@ -586,7 +601,7 @@ def order_run(fast_pipeline: Callable[..., Any], n: int = FAST_RECORDS) -> list[
     """
     dataset = fast_pipeline(make_read(_uneven), _uneven_transform(), n)
     return [int(round(float(v[0]) / 20)) if v.shape == (WIDTH,) else None
-            for v in (_values(x).reshape(-1) for x in dataset)]
+            for v in (_values(x, "iterating the pipeline").reshape(-1) for x in dataset)]
 
 
 def check_fast(fast_pipeline: Callable[..., Any]) -> None:
@@ -602,8 +617,8 @@ def check_fast(fast_pipeline: Callable[..., Any]) -> None:
         order = order_run(fast_pipeline)
     except Exception as error:  # noqa: BLE001 - the student's code, reported to the student
         raise AssertionError(
-            f"{name}: building and iterating the pipeline raised {type(error).__name__}: "
-            f"{str(error).splitlines()[0][:200]} (expected transform(read(i)) for i in "
+            f"{name}: building and iterating the pipeline raised "
+            f"{exception_line(error)} (expected transform(read(i)) for i in "
             f"range({FAST_RECORDS}))") from None
     if order != list(range(FAST_RECORDS)):
         raise AssertionError(
@@ -616,8 +631,8 @@ def check_fast(fast_pipeline: Callable[..., Any]) -> None:
         run = measure(fast_pipeline)
     except Exception as error:  # noqa: BLE001 - the student's code, reported to the student
         raise AssertionError(
-            f"{name}: building and iterating the pipeline raised {type(error).__name__}: "
-            f"{str(error).splitlines()[0][:200]} (expected transform(read(i)) for i in "
+            f"{name}: building and iterating the pipeline raised "
+            f"{exception_line(error)} (expected transform(read(i)) for i in "
             f"range({FAST_RECORDS}))") from None
     expected = [2 * record(i) for i in range(FAST_RECORDS)]
     got = [v.reshape(-1) for v in run.values]

@@ -40,6 +40,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from autograder.checks.plain import NotPlainData, plain
 from autograder.checks.report import require_ok
 from autograder.harness import stress
 
@@ -296,11 +297,12 @@ def run_log_access(log_access: Callable[..., Any], *, trials: int = STRESS_TRIAL
         return worker
 
     def check(state: dict[str, Any]) -> None:
-        log = state["log"]
+        # What log_access returned and appended, as plain data (its own == never decides).
+        log = plain(state["log"], "reading the records log_access appended")
         for k in range(3):
-            assert state["returned"].get(k) == 100 + k, (
-                f"expected log_access to return fn's value {100 + k}, got "
-                f"{state['returned'].get(k)!r}")
+            returned = plain(state["returned"].get(k), f"log_access(log, 'read', 'res{k % 2}', fn)")
+            assert returned == 100 + k, (
+                f"expected log_access to return fn's value {100 + k}, got {returned!r}")
             assert k in state["raised"], (
                 "expected the OSError raised by fn to reach the caller of log_access, "
                 "but it was swallowed")
@@ -342,9 +344,10 @@ def _smoke_log_access(log_access: Callable[..., Any]) -> None:
     except Exception as error:  # noqa: BLE001 - reported to the student
         raise AssertionError(f"log_access: calling it with lock=... raised "
                              f"{type(error).__name__}: {error}") from None
+    value = plain(value, "log_access: log_access(log, 'write', 'best', fn, lock='best_lock')")
     assert value == 7, f"log_access: expected it to return fn's value 7, got {value!r}"
     assert len(log) == 1, f"log_access: expected one record appended, got {len(log)}"
-    record = log[0]
+    record = plain(log[0], "log_access: reading the record it appended")
     assert isinstance(record, dict), f"log_access: expected a dict record, got {record!r}"
     missing = {"thread", "op", "resource", "start", "end", "lock"} - set(record)
     assert not missing, f"log_access: expected keys {sorted(missing)} in the record, got {record}"
@@ -369,9 +372,14 @@ def _grade_on_hidden_logs(answer: Callable[[list[dict[str, Any]]], Any], *, exer
         except Exception as error:  # noqa: BLE001 - reported to the student
             raise AssertionError(f"{exercise}: on the {name} ({len(log)} records) it raised "
                                  f"{type(error).__name__}: {error}") from None
-        assert given == log, f"{exercise}: expected the log to be left unchanged, it was modified"
         try:
-            items = list(got)
+            unchanged = plain(given, exercise) == log
+        except NotPlainData:  # something that is no plain record was put in the log
+            unchanged = False
+        assert unchanged, f"{exercise}: expected the log to be left unchanged, it was modified"
+        try:
+            # The results as plain data: their own ==, hash and iteration never decide.
+            items = plain(_listed(got), f"{exercise}: on the {name}, {exercise}(log)")
             seen = normalise(items)
         except (TypeError, ValueError) as error:
             raise AssertionError(f"{exercise}: expected a list of tuples, got {got!r} "
@@ -395,6 +403,16 @@ def _grade_on_hidden_logs(answer: Callable[[list[dict[str, Any]]], Any], *, exer
             if extra:
                 lines.append(f"  wrongly reported: {extra[0]!r}" + explain(log, extra[0]))
             raise AssertionError("\n".join(lines))
+
+
+def _listed(got: Any) -> list[Any]:
+    """The items of what ``who_overwrote``/``find_conflicts`` returned, in a list. A list,
+    tuple, set or dict (or a subclass) is read through the built-in type's own iteration;
+    anything else (a generator) is iterated once."""
+    for base in (list, tuple, set, frozenset, dict):
+        if issubclass(type(got), base):
+            return list(base.__iter__(got))
+    return list(got)
 
 
 def _norm_overwrites(got: Any) -> set[tuple[str, str, str]]:
@@ -525,7 +543,10 @@ def run_publish_locked(publish_locked: Callable[..., Any], *, seed: int = SEED,
         return worker
 
     def check(state: dict[str, Any]) -> None:
-        best, log = state["best"], state["log"]
+        # What publish_locked wrote, logged (op, resource, lock) and saved, as plain data.
+        best = plain(state["best"], "reading the record publish_locked updated")
+        log = plain(state["log"], "reading the accesses publish_locked logged")
+        saves = plain(state["saves"], "reading the names publish_locked saved")
         top = max(PUBLISH_SCORES, key=PUBLISH_SCORES.get)
         assert best.get("by") == top and best.get("score") == PUBLISH_SCORES[top], (
             f"expected the record to hold {top}'s {PUBLISH_SCORES[top]}, got {best}: an update "
@@ -541,13 +562,13 @@ def run_publish_locked(publish_locked: Callable[..., Any], *, seed: int = SEED,
         conflicts = reference_find_conflicts(log)
         assert not conflicts, (
             f"expected no conflicting accesses in the log, got {len(conflicts)}")
-        locked_saves = [who for who, held in state["saves"] if held]
+        locked_saves = [who for who, held in saves if held]
         assert not locked_saves, (
             f"expected save() to run with the lock released (the checkpoint write is slow I/O), "
             f"but {locked_saves[0]} saved while holding it")
-        assert any(who == top for who, _ in state["saves"]), (
+        assert any(who == top for who, _ in saves), (
             f"expected {top}, whose score beat the record, to save its checkpoint; saves: "
-            f"{[who for who, _ in state['saves']]}")
+            f"{[who for who, _ in saves]}")
 
     workers = [make_worker(name) for name in PUBLISH_SCORES]
     return explore(setup, workers, check, seed=seed, max_schedules=schedules, timeout_s=60.0,

@@ -50,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from autograder.checks.plain import NotPlainData, plain, plain_array
 from autograder.checks.report import require_ok
 from autograder.harness import Result, explore, stress
 
@@ -561,21 +562,47 @@ def _smoke(exercise: str, attempt: Callable[[], Any]) -> None:
 
 @dataclass
 class CounterTrial:
-    """Shared state of one step-counter run: the counter and the numbers it handed out."""
+    """Shared state of one step-counter run: the counter and what its ``step()`` calls returned
+    (per thread; turned into step numbers by the check)."""
 
     counter: Any
-    numbers: list[list[int]]
+    numbers: list[list[Any]]
+
+
+def _step_number(value: Any, what: str = "step()") -> int:
+    """What one ``step()`` call returned, as an int read as plain data.
+
+    Python and NumPy numbers are read through the built-in types (never the value's own
+    methods); a tensor or ``tf.Variable`` as an array of one number, as ``int()`` reads it.
+
+    Raises:
+        NotPlainData: (an AssertionError) when it is not one number.
+    """
+    import tensorflow as tf
+
+    if issubclass(type(value), (np.ndarray, tf.Tensor, tf.Variable)):
+        array = plain_array(value, what)
+        if array.size != 1:
+            raise NotPlainData(f"{what} returned {array.size} numbers; expected one step number")
+        value = array.item()
+    return int(plain(value, what, (int, float)))
+
+
+def _steps_variable(counter: Any) -> Any:
+    """``counter.steps``, which must be TensorFlow's own variable (by its real type: a subclass
+    could report any count from ``numpy()``, any object can claim a ``__class__``)."""
+    from tensorflow.python.ops.resource_variable_ops import ResourceVariable
+
+    steps = getattr(counter, "steps", None)
+    if type(steps) is not ResourceVariable:
+        raise AssertionError(f"counter.steps is {type(steps).__name__}, expected the "
+                             "tf.Variable that counts the steps (made by tf.Variable(...))")
+    return steps
 
 
 def _counter_check(expected: int) -> Callable[[CounterTrial], None]:
     def check(trial: CounterTrial) -> None:
-        import tensorflow as tf
-
-        steps = getattr(trial.counter, "steps", None)
-        if not isinstance(steps, tf.Variable):
-            raise AssertionError(f"counter.steps is {type(steps).__name__}, expected the "
-                                 "tf.Variable that counts the steps")
-        recorded = int(steps.numpy())
+        recorded = int(_steps_variable(trial.counter).numpy())
         if recorded != expected:
             raise AssertionError(
                 f"expected steps == {expected} after {expected} calls to step(), saw "
@@ -583,7 +610,8 @@ def _counter_check(expected: int) -> Callable[[CounterTrial], None]:
                 "count and both wrote count + 1)" if recorded < expected else
                 f"expected steps == {expected} after {expected} calls to step(), saw "
                 f"{recorded}")
-        numbers = [n for mine in trial.numbers for n in mine]
+        by_thread = [[_step_number(n) for n in mine] for mine in trial.numbers]
+        numbers = [n for mine in by_thread for n in mine]
         counts = Counter(numbers)
         repeated = sorted(n for n, c in counts.items() if c > 1)
         if repeated:
@@ -598,7 +626,7 @@ def _counter_check(expected: int) -> Callable[[CounterTrial], None]:
                 f"expected step() to return each of 1 .. {expected} once, but "
                 + (f"{missing} never came out" if missing else
                    f"it returned {sorted(set(numbers) - set(range(1, expected + 1)))[:5]}"))
-        for mine in trial.numbers:
+        for mine in by_thread:
             if mine != sorted(mine):
                 raise AssertionError(
                     f"expected later calls on one thread to get later step numbers, but one "
@@ -611,7 +639,7 @@ def _counter_workers(steps: int, threads: int) -> list[Callable[[CounterTrial], 
         def run(trial: CounterTrial) -> None:
             mine = trial.numbers[index]
             for _ in range(steps):
-                mine.append(int(trial.counter.step()))
+                mine.append(trial.counter.step())
         return run
     return [worker(i) for i in range(threads)]
 
@@ -681,7 +709,8 @@ def check_step_counter(counter_class: Callable[[], Any], **kwargs: Any) -> None:
     """
     def once() -> None:
         counter = counter_class()
-        first, second = int(counter.step()), int(counter.step())
+        _steps_variable(counter)
+        first, second = _step_number(counter.step()), _step_number(counter.step())
         assert (first, second) == (1, 2), f"two calls to step() returned {first}, {second}, " \
             "expected 1, 2"
     _smoke("StepCounter", once)
@@ -733,7 +762,8 @@ def _publisher_check(min_updates: int) -> Callable[[PublishTrial], None]:
                 raise AssertionError(f"expected reader {index} to make reads, it made none")
             last = FIRST_VERSION
             for start, outputs in reads:
-                versions = read_versions(outputs, trial.layers)
+                versions = read_versions(plain_array(outputs, f"reader {index}'s predict()"),
+                                         trial.layers)
                 if versions.min() != versions.max():
                     raise AssertionError(
                         f"expected every prediction computed with one version in every "
@@ -934,12 +964,12 @@ def check_publisher(publisher_class: Callable[[Any], Any], **kwargs: Any) -> Non
 
     def once() -> None:
         publisher = publisher_class(pool.fresh())
-        before = read_versions(publisher.predict(pool.batch))
+        before = read_versions(plain_array(publisher.predict(pool.batch), "predict()"))
         assert before.tolist() == [FIRST_VERSION] * LAYERS, \
             f"before any publish, predict() served versions {before.tolist()}, expected the " \
             f"model's own version {FIRST_VERSION} in every layer"
         publisher.publish(pool.weights[FIRST_VERSION + 1])
-        after = read_versions(publisher.predict(pool.batch))
+        after = read_versions(plain_array(publisher.predict(pool.batch), "predict()"))
         assert after.tolist() == [FIRST_VERSION + 1] * LAYERS, \
             f"after publish(version {FIRST_VERSION + 1}), predict() served versions " \
             f"{after.tolist()}"
@@ -961,6 +991,8 @@ def check_publisher(publisher_class: Callable[[Any], Any], **kwargs: Any) -> Non
 _FAST_READ_S = 0.0002
 _GOOD_READ_S = 0.003
 _LAYER_WRITE_S = 0.0004
+#: The longest a torn publish waits for a read between its first and second layer writes.
+_TEAR_WAIT_S = 1.0
 _GOOD_PUBLISH_S = 0.003
 _SLOW_PUBLISH_S = 0.08
 #: Every candidate's last publish takes this much longer, so that a reader that keeps reading
@@ -1027,20 +1059,34 @@ def _candidate_classes(recorder: _Recorder, names: Mapping[str, str], last_versi
                 recorder.publishes[self.name].append(entry)
 
     class Torn(Candidate):
-        """No lock: publish writes the layers one by one; a read in between mixes versions."""
+        """No lock: publish writes the layers one by one; a read in between mixes versions.
+
+        After its first layer, a publish waits (at most :data:`_TEAR_WAIT_S`) until a read
+        has looked at the layers: a writer that slow always has a read land mid-publish when
+        readers run beside it, so its measured tearing never drops to 0 on a loaded machine
+        (where readers could otherwise miss every gap of a short publish).
+        """
 
         kind = "torn"
+
+        def __init__(self, model: Any) -> None:
+            super().__init__(model)
+            self.read_seen = threading.Event()
 
         def publish(self, weights: Sequence[Any]) -> None:
             start, version = time.perf_counter(), self._version_of(weights)
             for index in range(LAYERS):
                 self.layers[index] = version
+                if index == 0:
+                    self.read_seen.clear()
+                    self.read_seen.wait(_TEAR_WAIT_S)
                 time.sleep(_LAYER_WRITE_S)
             self._record_publish(version, start)
 
         def predict(self, x: Any) -> np.ndarray:
             start = time.perf_counter()
             seen = list(self.layers)
+            self.read_seen.set()
             time.sleep(_FAST_READ_S)
             return self._record_read(start, _outputs(seen, self.width))
 
@@ -1130,7 +1176,13 @@ def run_choice(choose: Callable[..., Any], *, seed: int = SEED,
     """Call ``choose(candidates, make_model, readers=, updates=, interval_s=,
     min_updates_per_s=)`` once, on the grader's four candidates.
 
-    The four candidates have names drawn from ``seed`` and come in a seeded order.
+    The four candidates have names drawn from ``seed`` and come in a seeded order. What it
+    returns is read as plain data (:func:`autograder.checks.plain.plain`) before anything
+    judges it.
+
+    Raises:
+        NotPlainData: (an AssertionError naming ``choose_publisher``) when it returned
+            anything but plain data.
     """
     rng = random.Random(f"choice/{seed}")
     words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
@@ -1147,6 +1199,7 @@ def run_choice(choose: Callable[..., Any], *, seed: int = SEED,
     except Exception as error:  # noqa: BLE001 - reported to the student
         run.error = error
         return run
+    answer = plain(answer, "choose_publisher: choose_publisher(...)")
     if isinstance(answer, tuple) and len(answer) == 2:
         run.chosen, run.table = answer
     else:

@@ -33,6 +33,7 @@ import numpy as np
 import tensorflow as tf
 
 from autograder.checks.child import Crashed, run_in_children
+from autograder.checks.plain import NotPlainData, plain_array
 from autograder.checks.report import require_ok
 from autograder.harness import Result, explore, stress
 
@@ -268,6 +269,7 @@ class Trial:
         expected: Sequential reference output for each batch (empty when not checked).
         outputs: What each worker got (``None`` when it raised).
         models: The model object each worker used (lazy exercise).
+        made: Every model the factory made (lazy exercise).
         calls: Timed record of every worker call.
         traces: Trace log of ``model``, when it has a predict function.
         warm_ms: How long the warmup before the threads took, in milliseconds.
@@ -284,6 +286,7 @@ class Trial:
     expected: list[np.ndarray]
     outputs: list[Any] = field(default_factory=list)
     models: list[Any] = field(default_factory=list)
+    made: list[Any] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)
     traces: TraceLog | None = None
     warm_ms: float = 0.0
@@ -351,7 +354,11 @@ def _weights_and_outputs(trial: Trial, model: Any, what: str) -> list[str]:
             "several threads built it at the same time and each added its own copy"
         )
     for k, (got, want) in enumerate(zip(trial.outputs, trial.expected, strict=True)):
-        got = None if got is None else np.asarray(got)
+        try:
+            got = None if got is None else plain_array(got, what)
+        except NotPlainData as lie:
+            problems.append(f"worker {k}: {lie}")
+            break
         if got is None or got.shape != want.shape or not np.allclose(got, want, rtol=1e-4,
                                                                      atol=1e-5):
             problems.append(f"worker {k}: {what} returned a different output than the same "
@@ -786,7 +793,7 @@ def run_lazy_model(
     threads are released together and call ``lazy.get()`` at once, the other half wait until
     a model starts building and call ``get()`` then, while it is being built. Each thread
     calls the model it got on its own batch. A trial passes when the factory ran once, every
-    thread got the same model, no thread raised, outputs match the sequential reference and
+    thread got the model it made, no thread raised, outputs match the sequential reference and
     the model holds :data:`EXPECTED_WEIGHTS` weights.
 
     Args:
@@ -835,8 +842,9 @@ def run_lazy_model(
         def factory() -> keras.Model:
             trial.factory_calls = next(calls)
             time.sleep(_FACTORY_LOAD_S)
-            return TinyNet(trial_seed, build_delay_s=_BUILD_DELAY_S,
-                           on_build=trial.build_started.set)
+            trial.made.append(TinyNet(trial_seed, build_delay_s=_BUILD_DELAY_S,
+                                      on_build=trial.build_started.set))
+            return trial.made[-1]
 
         trial.subject = lazy_class(factory, (features,))
         trial.factory_calls_in_init = trial.factory_calls
@@ -869,6 +877,12 @@ def run_lazy_model(
         if len(distinct) > 1:
             problems.append(f"the threads got {len(distinct)} different models from get(), "
                             "expected one shared model")
+        foreign = [k for k, m in enumerate(trial.models)
+                   if m is not None and not any(m is made for made in trial.made)]
+        if foreign:
+            problems.append(f"worker {foreign[0]} got a {type(trial.models[foreign[0]]).__name__}"
+                            " from get(), expected the model the factory made")
+            _fail(problems)
         model = next((m for m in trial.models if m is not None), None)
         problems += _weights_and_outputs(trial, model, "the model from get()")
         _fail(problems)

@@ -10,6 +10,7 @@ each test cell as the gradebook's source notebook holds it, hidden tests include
 from __future__ import annotations
 
 import ast
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import nbformat
 from nbgrader.utils import is_grade, is_solution
 
 from autograder.pipeline.spec import JobResult, Status, set_status
+from autograder.pipeline.untrusted import read_untrusted
 
 #: Lesson imports the runner executes itself before any student code (the test cells' names).
 PRELOADED_PACKAGES = ("autograder", "tensorflow", "keras", "numpy", "matplotlib")
@@ -54,7 +56,36 @@ class Plan:
 
 def grade_id(cell: nbformat.NotebookNode) -> str | None:
     """The cell's nbgrader grade_id, or None for a cell nbgrader does not track."""
-    return cell.metadata.get("nbgrader", {}).get("grade_id")
+    meta = cell.metadata.get("nbgrader")
+    gid = meta.get("grade_id") if isinstance(meta, dict) else None
+    return gid if isinstance(gid, str) else None
+
+
+_METADATA_TYPES = {"grade": (bool,), "solution": (bool,), "locked": (bool,), "task": (bool,),
+                   "grade_id": (str,), "points": (int, float), "schema_version": (int,)}
+
+
+def drop_malformed_metadata(notebook: nbformat.NotebookNode) -> list[str]:
+    """Remove nbgrader metadata that nbgrader could not read (not a dict, a field of the wrong
+    type) from ``notebook``'s cells; return a description of each cell it was removed from.
+
+    A submitted notebook is data: such metadata is the student's edit, never a reason for the
+    grader (or nbgrader's feedback step after it) to crash.
+    """
+    dropped = []
+    for index, cell in enumerate(notebook.cells):
+        meta = cell.metadata.get("nbgrader")
+        if meta is None:
+            continue
+        wrong = not isinstance(meta, dict) or any(
+            key in meta and (type(meta[key]) is bool and bool not in kinds
+                             or not isinstance(meta[key], kinds))
+            for key, kinds in _METADATA_TYPES.items())
+        if wrong:
+            name = meta.get("grade_id") if isinstance(meta, dict) else None
+            dropped.append(name if isinstance(name, str) else f"cell {index + 1}")
+            del cell.metadata["nbgrader"]
+    return dropped
 
 
 def is_test(cell: nbformat.NotebookNode) -> bool:
@@ -80,15 +111,25 @@ def structure(release: nbformat.NotebookNode) -> Structure:
 
 
 def read_submission(path: Path) -> nbformat.NotebookNode:
-    """The submitted notebook, or ValueError saying why it is not a readable notebook."""
+    """The submitted notebook, or ValueError saying why it is not a readable notebook (read
+    with :func:`~autograder.pipeline.untrusted.read_untrusted`: no link, FIFO or huge file)."""
+    if path.parent.is_symlink():
+        raise ValueError(f"{path.name} is in a folder that is a symbolic link")
+    data = read_untrusted(path)  # UntrustedFileError is a ValueError naming what the file is
     try:
-        if path.stat().st_size > 64 * 2**20:
-            raise ValueError("larger than 64 MB")
-        notebook = nbformat.read(path, as_version=4)
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{path.name} is not a valid notebook (not UTF-8 text)") from None
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):  # the file's content is never echoed
+        raise ValueError(f"{path.name} is not a valid notebook (not JSON)") from None
+    try:
+        notebook = nbformat.reads(text, as_version=4)
         nbformat.validate(notebook)
     except Exception as exc:  # noqa: BLE001 - any unreadable notebook gets the same status
         raise ValueError(f"{path.name} is not a valid notebook ({type(exc).__name__}: "
-                         f"{str(exc).splitlines()[0] if str(exc) else ''})") from None
+                         f"{str(exc).splitlines()[0][:200] if str(exc) else ''})") from None
     return notebook
 
 
@@ -100,6 +141,7 @@ def check_cells(submitted: nbformat.NotebookNode, release: nbformat.NotebookNode
         The graded cells that are missing (deleted, or no longer code cells) and the grade ids
         that appear more than once (their exercise scores 0).
     """
+    malformed = drop_malformed_metadata(submitted)
     released = {grade_id(c): c for c in release.cells if grade_id(c)}
     seen: dict[str, int] = {}
     retyped, edited, changed, unknown = [], [], [], []
@@ -123,14 +165,17 @@ def check_cells(submitted: nbformat.NotebookNode, release: nbformat.NotebookNode
                if gid not in seen or gid in retyped}
     if missing:
         set_status(result, Status.MISSING_CELLS)
-        result.notes.append("These graded cells were deleted and score 0: "
+        result.notes.append(("These graded cells are missing (deleted, or their grading "
+                             "metadata unreadable) and score 0: " if malformed else
+                             "These graded cells were deleted and score 0: ")
                             + ", ".join(sorted(missing)))
     findings = [("were turned into another kind of cell (they score 0)", retyped),
                 ("appear more than once (their exercise scores 0)", duplicated),
                 ("were edited; the grader ran them as the gradebook holds them", edited),
                 ("had their grading metadata changed (points, grade or solution flags); the "
                  "gradebook's metadata was used", changed),
-                ("are not in the lesson but claim points (they were ignored)", unknown)]
+                ("are not in the lesson but claim points (they were ignored)", unknown),
+                ("had grading metadata nbgrader cannot read (it was ignored)", malformed)]
     for what, gids in findings:
         if gids:
             set_status(result, Status.TAMPERED)

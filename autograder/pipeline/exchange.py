@@ -10,6 +10,9 @@ Feedback.
 
 from __future__ import annotations
 
+import os
+import stat
+import sys
 from pathlib import Path
 
 from autograder.pipeline.course import COURSE_ID, Course, nbgrader_environment
@@ -43,10 +46,36 @@ def release(course: Course, exchange: Path, assignments: list[str] | None = None
 
 
 def collect(course: Course, exchange: Path, assignments: list[str] | None = None) -> Path:
-    """Collect submissions of ``assignments`` into the course; returns its ``submitted/``."""
+    """Collect submissions of ``assignments`` into the course; returns its ``submitted/``.
+
+    nbgrader copies a submission by following links and reading every file, so first every
+    link, FIFO, socket or device a student left in ``inbound`` is removed (and named on
+    stderr): as root, a link to ``/etc/shadow`` or to another student's notebook would
+    otherwise be copied in as that student's work, and a FIFO would block the collect forever.
+    """
     names = assignments or [lesson.name for lesson in course.lessons]
+    for removed in remove_special_files(exchange / COURSE_ID / "inbound"):
+        print(f"collect: removed {removed} from the exchange (not a regular file)",
+              file=sys.stderr)
     _run(course, exchange, "collect", names)
     return course.root / "submitted"
+
+
+def remove_special_files(inbound: Path) -> list[Path]:
+    """Remove every entry under ``inbound`` that is neither a folder nor a regular file
+    (links included, whatever they point to); return what was removed."""
+    removed = []
+    if not inbound.is_dir() or inbound.is_symlink():
+        return removed
+    for folder, subfolders, files in os.walk(inbound):
+        for name in [*subfolders, *files]:
+            path = Path(folder) / name
+            mode = path.lstat().st_mode
+            if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+                path.unlink()
+                removed.append(path)
+        subfolders[:] = [n for n in subfolders if not (Path(folder) / n).is_symlink()]
+    return removed
 
 
 def release_feedback(course: Course, exchange: Path, assignments: list[str] | None = None

@@ -25,6 +25,7 @@ from autograder.pipeline.course import Course, nbgrader_environment
 from autograder.pipeline.feedback import record_scores
 from autograder.pipeline.job import executed_path
 from autograder.pipeline.spec import Job, JobResult, Limits, Status
+from autograder.pipeline.untrusted import UntrustedFileError, read_untrusted
 
 
 @dataclass(frozen=True)
@@ -51,15 +52,20 @@ class GradeRow:
 def plan_jobs(submitted: Path, course: Course, out: Path, limits: Limits) -> list[Job]:
     """One job per student folder and lesson; a missing notebook gets no job (not-submitted)."""
     jobs = []
-    for student in sorted(p.name for p in submitted.iterdir() if p.is_dir()):
+    for student in student_folders(submitted):
         for lesson in course.lessons:
             notebook = submitted / student / lesson.name / f"{lesson.name}.ipynb"
-            if notebook.exists():
-                jobs.append(Job(student, lesson.name, str(notebook.resolve()),
+            if os.path.lexists(notebook):  # a link or a FIFO is planned: its job says what it is
+                jobs.append(Job(student, lesson.name, os.path.abspath(notebook),
                                 str(course.release_notebook(lesson).resolve()),
                                 str(course.root.resolve()),
                                 str((out / "jobs" / student / lesson.name).resolve()), limits))
     return jobs
+
+
+def student_folders(submitted: Path) -> list[str]:
+    """The student folders of ``submitted``, sorted (a symbolic link is nobody's folder)."""
+    return sorted(p.name for p in submitted.iterdir() if p.is_dir() and not p.is_symlink())
 
 
 def grade_submissions(submitted: Path, course: Course, out: Path, *, workers: int | None = None,
@@ -84,7 +90,7 @@ def grade_submissions(submitted: Path, course: Course, out: Path, *, workers: in
     limits = limits or Limits()
     jobs = plan_jobs(submitted, course, out, limits)
     results = _run_all(jobs, workers or os.cpu_count() or 1, progress)
-    students = sorted(p.name for p in submitted.iterdir() if p.is_dir())
+    students = student_folders(submitted)
     rows = []
     for student in students:
         for lesson in course.lessons:
@@ -102,7 +108,11 @@ def grade_submissions(submitted: Path, course: Course, out: Path, *, workers: in
 
 def _fingerprint(job: Job) -> str:
     digest = hashlib.sha256()
-    for path in (job.submission, job.release, str(Path(job.course) / "gradebook.db")):
+    try:
+        digest.update(read_untrusted(job.submission))
+    except UntrustedFileError as error:
+        digest.update(str(error).encode())
+    for path in (job.release, str(Path(job.course) / "gradebook.db")):
         digest.update(Path(path).read_bytes())
     digest.update(json.dumps(asdict(job.limits), sort_keys=True).encode())
     return digest.hexdigest()
@@ -228,7 +238,12 @@ def _record_in_course(course: Course, jobs: list[Job], results) -> None:
         copies = [(executed, course.root / "autograded" / where.with_suffix(".ipynb")),
                   (html, feedback)]
         for name in _SUBMISSION_STAMPS:  # release-feedback matches the submission by them
-            copies.append((Path(job.submission).parent / name, feedback.parent / name))
+            try:
+                stamp = read_untrusted(Path(job.submission).parent / name, limit=4096)
+            except UntrustedFileError:
+                continue
+            feedback.parent.mkdir(parents=True, exist_ok=True)
+            (feedback.parent / name).write_bytes(stamp)
         for source, target in copies:
             if source.exists():
                 target.parent.mkdir(parents=True, exist_ok=True)

@@ -48,6 +48,19 @@ _STUDENT_REFUSED = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_refe
                               "sys.setprofile"})
 _WATCHED = (_FRAME_EVENTS | _STUDENT_REFUSED
             | frozenset({"open", "import", "object.__setattr__", "compile", "os.symlink"}))
+#: Class attributes the standard library adds to classes at run time (``copyreg`` when an
+#: instance is pickled): not a change a notebook made.
+_ADDED_BY_LIBRARIES = frozenset({"__slotnames__"})
+#: Grader module globals that fill as checks run (caches of reference outputs and models,
+#: the harness's code map and records): their contents may change, so only their identity is
+#: remembered. Every other dict, list or set in a grader module must keep its contents.
+_GRADER_CACHES = frozenset({
+    "autograder.checks.capstone._REFERENCES", "autograder.checks.capstone._POOL",
+    "autograder.checks.capstone._BUSY", "autograder.checks.variables._POOLS",
+    "autograder.checks.variables._SMALL_MODEL", "autograder.checks.warmup._REFERENCES",
+    "autograder.checks.warmup._WARM_MODELS", "autograder.harness.codemap.infos",
+    "autograder.harness.scheduler._ACTIVE_THREADS", "autograder.harness.tamper._attempts",
+})
 _MEMORY_FILE = re.compile(r"(^|/)(mem|pagemap)$")
 
 # Library functions that return frames to their caller: a frame event they raise is judged by
@@ -76,7 +89,8 @@ def integrity_check(modules: dict[str, Iterable[str] | None]) -> Callable[[], li
 
     The returned function keeps what it remembers in its closure and takes every reference it
     uses as a default argument, so neither a rebound global nor a patched class can change its
-    answer.
+    answer. A remembered class that gained an attribute (a method shadowing an inherited one,
+    such as ``random.Random.random``) counts as replaced too.
 
     Args:
         modules: Module name -> the names to remember in it (None: every name, with every
@@ -84,8 +98,10 @@ def integrity_check(modules: dict[str, Iterable[str] | None]) -> Callable[[], li
             attributes. The builtins and the modules' places in ``sys.modules`` are too.
     """
     entries: list[tuple[str, object, str, object]] = []
-    functions: list[tuple[str, types.FunctionType, types.CodeType]] = []
-    remembered: list[tuple[str, object]] = []
+    functions: list[tuple[str, types.FunctionType, types.CodeType, object, object]] = []
+    contents: list[tuple[str, object, object]] = []
+    remembered: list[tuple[str, object, type]] = []
+    shapes: list[tuple[str, object, frozenset[str]]] = []
     seen: set[int] = set()
 
     def remember(label: str, namespace, keys: Iterable[str] | None, *, classes: bool) -> None:
@@ -98,33 +114,62 @@ def integrity_check(modules: dict[str, Iterable[str] | None]) -> Callable[[], li
             value = namespace[key]
             entries.append((f"{label}.{key}", namespace, key, value))
             if isinstance(value, types.FunctionType):
-                functions.append((f"{label}.{key}", value, value.__code__))
+                functions.append((f"{label}.{key}", value, value.__code__, value.__defaults__,
+                                  _contents(value.__kwdefaults__)))
+            if keys is None and type(value) in (dict, list, set) and not key.startswith("__") \
+                    and f"{label}.{key}" not in _GRADER_CACHES:
+                contents.append((f"{label}.{key}", value, _contents(value)))
             if classes and isinstance(value, type) and not _defines_no_functions(value):
                 remember(f"{label}.{key}", value.__dict__, None, classes=False)
+                shapes.append((f"{label}.{key}", value.__dict__, frozenset(value.__dict__)))
 
     for name, keys in modules.items():
         module = sys.modules.get(name)
         if module is not None:
-            remembered.append((name, module))
+            remembered.append((name, module, type(module)))
             remember(name, module.__dict__, keys, classes=True)
     remember("builtins", builtins.__dict__, None, classes=False)
 
     def problems(_missing: object = object(), _modules: dict = sys.modules,
                  _entries=tuple(entries), _functions=tuple(functions),
-                 _remembered=tuple(remembered)) -> list[str]:
+                 _remembered=tuple(remembered), _shapes=tuple(shapes),
+                 _contents_now=_contents, _kept=tuple(contents), _type=type,
+                 _added_legitimately=_ADDED_BY_LIBRARIES, _set=set) -> list[str]:
         found = []
-        for name, module in _remembered:
+        for label, namespace, keys in _shapes:
+            added = _set(namespace) - keys - _added_legitimately
+            found.extend(f"{label}.{key} was added" for key in sorted(added))
+        for name, module, kind in _remembered:
             if _modules.get(name) is not module:
                 found.append(f"the module {name} was replaced in sys.modules")
+            elif _type(module) is not kind:
+                found.append(f"the type of the module {name} was replaced")
         for label, namespace, key, original in _entries:
             if namespace.get(key, _missing) is not original:
                 found.append(f"{label} was replaced")
-        for label, function, code in _functions:
+        for label, function, code, defaults, kwdefaults in _functions:
             if function.__code__ is not code:
                 found.append(f"the code of {label} was replaced")
+            if function.__defaults__ is not defaults \
+                    or _contents_now(function.__kwdefaults__) != kwdefaults:
+                found.append(f"the default arguments of {label} were changed")
+        for label, container, snapshot in _kept:
+            if _contents_now(container) != snapshot:
+                found.append(f"the contents of {label} were changed")
         return found
 
     return problems
+
+
+def _contents(container: object, _type=type, _id=id) -> object:
+    """A container's contents by identity (what a later comparison cannot be fooled about)."""
+    if container is None:
+        return None
+    if _type(container) is dict:
+        return tuple((_id(k), _id(v)) for k, v in dict.items(container))
+    if _type(container) is list:
+        return tuple(_id(v) for v in list.__iter__(container))
+    return frozenset(_id(v) for v in set.__iter__(container))
 
 
 def make_audit_hook(roots: tuple[str, ...], trusted_files: Iterable[str],
@@ -275,14 +320,65 @@ def _defines_no_functions(cls: type) -> bool:
 
 
 def protected_modules() -> dict[str, tuple[str, ...] | None]:
-    """What :func:`integrity_check` remembers: every name of the grader's modules, and the
-    primitives, clocks and trace hooks of the standard library that the harness relies on."""
+    """What :func:`integrity_check` remembers: every name of the grader's modules; the
+    primitives, clocks and trace hooks of the standard library that the harness relies on; and
+    every function, class and module of a library (NumPy, TensorFlow, ``random``,
+    ``statistics``...) that the grader's code names, so that ``numpy.allclose = ...`` in a
+    notebook cannot change what a check concludes."""
     grader: dict[str, tuple[str, ...] | None] = {
         name: None for name in sys.modules
         if name.startswith(("autograder.harness", "autograder.checks", "autograder.pipeline"))
         or name in ("autograder", "autograder.lesson")}
-    return {**grader, **{name: tuple(names) for name, names in PROTECTED.items()},
-            "concurrent.futures": ("ThreadPoolExecutor",)}
+    protected = {name: set(names) for name, names in _library_names(grader).items()}
+    for name, names in PROTECTED.items():
+        protected.setdefault(name, set()).update(names)
+    protected.setdefault("concurrent.futures", set()).add("ThreadPoolExecutor")
+    return {**grader, **{name: tuple(sorted(names)) for name, names in protected.items()}}
+
+
+def _library_names(grader: Iterable[str], depth: int = 3) -> dict[str, set[str]]:
+    """Library module name -> the names in it that the grader's code looks up and that hold a
+    function, class or module (data such as ``sys.stdout`` changes legitimately).
+
+    The names come from every code object the grader's modules compiled from; libraries are
+    the modules the grader's modules hold, and the modules those names lead to (``np.random``).
+    Lazily loaded attributes (module subclasses) are left out: they replace themselves.
+    """
+    names: set[str] = set()
+    libraries: list[types.ModuleType] = []
+    for module_name in grader:
+        module = sys.modules[module_name]
+        spec = getattr(module, "__spec__", None)
+        try:
+            stack = [spec.loader.get_code(module_name)]
+            if stack[0] is None:
+                raise LookupError(module_name)
+        except Exception:  # noqa: BLE001 - no loader: the code of the functions it holds
+            stack = [v.__code__ for v in vars(module).values()
+                     if isinstance(v, types.FunctionType)]
+        while stack:
+            current = stack.pop()
+            names.update(current.co_names)
+            stack.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
+        libraries.extend(v for v in vars(module).values()
+                         if type(v) is types.ModuleType and not v.__name__.startswith("autograder"))
+    found: dict[str, set[str]] = {}
+    for _ in range(depth):
+        following: list[types.ModuleType] = []
+        for library in libraries:
+            if sys.modules.get(library.__name__) is not library or library.__name__ in found:
+                continue
+            namespace = vars(library)
+            kept = {name for name in names if name in namespace
+                    and (type(namespace[name]) is types.ModuleType
+                         or (callable(namespace[name])
+                             and not isinstance(namespace[name], types.ModuleType)))}
+            found[library.__name__] = kept
+            following.extend(namespace[name] for name in kept
+                             if type(namespace[name]) is types.ModuleType)
+        libraries = following
+    found.pop("builtins", None)
+    return found
 
 
 def hide_signal_handlers() -> None:

@@ -404,3 +404,193 @@ class ConditionCache:
 
 
 CORRECT_CACHES = [DoubleCheckedCache, EventPerKeyCache, ConditionCache]
+
+
+# --------------------------------------------------------------------------- answers that lie
+# Each returns (or hands the grader) a value whose own methods misreport what it holds. They
+# must fail like the honest mistakes they hide: the grader reads only plain data.
+
+
+class _SplitLiesToken(str):
+    """A token whose text is one schedule while ``split``/``strip`` hand over another."""
+
+    def __new__(cls, text: str, handed_over: str) -> _SplitLiesToken:
+        token = super().__new__(cls, text)
+        token.handed_over = handed_over
+        return token
+
+    def split(self, *args: Any, **kwargs: Any) -> list[str]:
+        return [self.handed_over]
+
+    def strip(self, *args: Any) -> str:
+        return self.handed_over
+
+
+class _PosingToken:
+    """Not a str, but its ``__class__`` says str; ``split``/``strip`` hand over a right token."""
+
+    __class__ = property(lambda self: str)  # type: ignore[assignment]
+
+    def __init__(self, handed_over: str) -> None:
+        self.handed_over = handed_over
+
+    def split(self, *args: Any, **kwargs: Any) -> list[str]:
+        return [self.handed_over]
+
+    def strip(self, *args: Any) -> str:
+        return self.handed_over
+
+    def __repr__(self) -> str:
+        return repr(self.handed_over)
+
+
+WRONG_SCHEDULES.update({
+    # Sequential runs whose split() hands the grader the right tokens.
+    "str_subclass_splitting_into_other_tokens": (
+        _SplitLiesToken("v1:1>0,7>1", "v1:1>0,3>1,9>0"),
+        _SplitLiesToken("v1:1>1,7>0", "v1:1>0,2>1,5>0,10>1")),
+    "object_posing_as_a_str": (_PosingToken("v1:1>0,3>1,9>0"),
+                               _PosingToken("v1:1>0,2>1,5>0,10>1")),
+})
+
+
+class _EqualsEverything(int):
+    """An int that equals anything and swallows every addition."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    def __ne__(self, other: object) -> bool:
+        return False
+
+    def __add__(self, other: object) -> _EqualsEverything:
+        return self
+
+    __radd__ = __add__
+
+    def __hash__(self) -> int:
+        return 0
+
+
+class _PosingInt:
+    """Not an int, but its ``__class__`` says int; it equals anything and absorbs additions."""
+
+    __class__ = property(lambda self: int)  # type: ignore[assignment]
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    def __ne__(self, other: object) -> bool:
+        return False
+
+    def __add__(self, other: object) -> _PosingInt:
+        return self
+
+    __radd__ = __add__
+
+    def __hash__(self) -> int:
+        return 0
+
+    def __repr__(self) -> str:
+        return "7"
+
+
+class EqualsEverythingCounter(PlusEqualsCounter):
+    """Lies: no lock, and take() returns an int subclass equal to every expected total."""
+
+    def take(self) -> int:
+        super().take()
+        return _EqualsEverything(0)
+
+
+class LiesOnlyUnderThreadsCounter(PlusEqualsCounter):
+    """Lies: no lock; honest ints on one thread, an int equal to anything once threads share it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: set[int] = set()
+
+    def increment(self, by: int = 1) -> None:
+        self.threads.add(threading.get_ident())
+        super().increment(by)
+
+    def take(self) -> int:
+        self.threads.add(threading.get_ident())
+        value = super().take()
+        return value if len(self.threads) == 1 else _EqualsEverything(value)
+
+
+class PosingIntCounter(PlusEqualsCounter):
+    """Lies: no lock, and take() returns an object posing as an int that equals anything."""
+
+    def take(self) -> int:
+        super().take()
+        return _PosingInt()  # type: ignore[return-value]
+
+
+LYING_COUNTERS = [EqualsEverythingCounter, LiesOnlyUnderThreadsCounter, PosingIntCounter]
+WRONG_COUNTERS += LYING_COUNTERS
+
+
+class _KeptKey(str):
+    """A key equal to its text only while the value its load made is the one the cache kept,
+    so ``loads.count(key)`` sees one load however many there were."""
+
+    __hash__ = str.__hash__
+
+    def __eq__(self, other: object) -> bool:
+        return (type(other) is str and str.__eq__(self, other)
+                and self.kept.get(other) is self.value)
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+
+class _PosingKey:
+    """The same lie from an object whose ``__class__`` says str."""
+
+    __class__ = property(lambda self: str)  # type: ignore[assignment]
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+    def __eq__(self, other: object) -> bool:
+        return (type(other) is str and other == self.text
+                and self.kept.get(other) is self.value)
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __repr__(self) -> str:
+        return repr(self.text)
+
+
+class HiddenSecondLoadCache:
+    """Lies: check-then-act loads a key twice, with keys that hide every load but the kept one."""
+
+    key_type: Any = _KeptKey
+
+    def __init__(self, load: Any) -> None:
+        self.load = load
+        self.values: dict[Any, Any] = {}
+
+    def get(self, key: Any) -> Any:
+        if key not in self.values:
+            lying = self.key_type(key)
+            lying.kept = self.values
+            lying.value = self.load(lying)
+            self.values.setdefault(key, lying.value)
+        return self.values[key]
+
+
+class PosingKeySecondLoadCache(HiddenSecondLoadCache):
+    """Lies: as above, with load keys that are objects posing as str."""
+
+    key_type = _PosingKey
+
+
+LYING_CACHES = [HiddenSecondLoadCache, PosingKeySecondLoadCache]
+WRONG_CACHES += LYING_CACHES

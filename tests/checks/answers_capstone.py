@@ -349,9 +349,119 @@ class WholeBatchFailsService(ConditionBatchService):
                 r.done.set()
 
 
-WRONG_COLD = [LockFreeColdService, TwoBatchersNoWarmupService]
-WRONG_UPDATES = [UnlockedSwapService, IdleUpdateService]
+# --------------------------------------------------------------------------- wrong: lying values
+
+
+class _ReadLater:
+    """A row that is computed only when someone reads it (``np.asarray`` calls ``__array__``)."""
+
+    def __init__(self, compute, x):
+        self._compute = compute
+        self._x = x
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self._compute(self._x), dtype=dtype)
+
+
+class _AnyCount(int):
+    """A count equal to, and both above and below, every number."""
+
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+    def __lt__(self, other):
+        return True
+
+    __le__ = __gt__ = __ge__ = __lt__
+    __hash__ = int.__hash__
+
+
+class RetryWhenReadColdService(LockFreeColdService):
+    """No warmup; a request that fails on the cold model answers a row computed when read."""
+
+    def predict(self, x):
+        try:
+            return super().predict(x)
+        except Exception:
+            return _ReadLater(lambda row: np.asarray(self._model.predict_on_batch(row[None]))[0],
+                              np.asarray(x, dtype="float32"))
+
+
+class ReusedBufferSwapService(UnlockedSwapService):
+    """Unlocked updates, and every answer a view of one buffer each batch overwrites whole."""
+
+    def warm(self):
+        self._model.predict_on_batch(np.zeros((self.max_batch, *self._shape), dtype="float32"))
+
+    def _compute(self, good):
+        rows = np.stack([r.x for r in good])
+        padded = np.concatenate([rows, np.repeat(rows[:1], self.max_batch - len(rows), 0)])
+        out = np.asarray(self._model.predict_on_batch(padded))
+        if getattr(self, "_out", None) is None:
+            self._out = np.empty_like(out)
+        self._out[...] = out
+        for i, r in enumerate(good):
+            r.result = self._out[i]
+
+
+class UncountedStatsService(ConditionBatchService):
+    """Counts nothing: stats() answers counts equal to whatever they are compared with."""
+
+    def stats(self):
+        return {"requests": _AnyCount(0), "batches": _AnyCount(0), "errors": _AnyCount(0)}
+
+
+class ComputeWhenReadService(capstone.GlobalLockService):
+    """Answers at once with a row computed (under the lock) only when someone reads it."""
+
+    def predict(self, x):
+        x = np.asarray(x, dtype="float32")
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the service is closed")
+            self._counts["requests"] += 1
+            if x.shape != self._shape:
+                self._counts["errors"] += 1
+                raise ValueError(f"expected a request of shape {self._shape}, got {x.shape}")
+            self._counts["batches"] += 1
+        return _ReadLater(self._compute_one, x)
+
+    def _compute_one(self, x):
+        with self._lock:
+            return np.asarray(self._model.predict_on_batch(x[None]))[0]
+
+
+
+class GraderNamedLeakService(LeakyCloseService):
+    """LeakyCloseService whose batcher, never joined, is named like the grader's threads."""
+
+    def __init__(self, model, example):
+        super().__init__(model, example)
+        self._thread.name = "grader-batcher"
+
+
+class _DeadLookingThread(threading.Thread):
+    """A thread that says it is not alive."""
+
+    def is_alive(self):
+        return False
+
+
+class DeadLookingLeakService(LeakyCloseService):
+    """LeakyCloseService whose batcher, never joined, says it is not alive."""
+
+    def __init__(self, model, example):
+        super().__init__(model, example)
+        self._thread.__class__ = _DeadLookingThread
+
+
+WRONG_COLD = [LockFreeColdService, TwoBatchersNoWarmupService, RetryWhenReadColdService]
+WRONG_UPDATES = [UnlockedSwapService, IdleUpdateService, ReusedBufferSwapService]
 WRONG_ACCOUNTING = [DropsPartialBatchService, LeakyCloseService, DeadlockCloseService,
-                    WholeBatchFailsService]
-WRONG_THROUGHPUT = [LockPerCallService, PerThreadCopyService]
+                    WholeBatchFailsService, UncountedStatsService, GraderNamedLeakService,
+                    DeadLookingLeakService]
+WRONG_THROUGHPUT = [LockPerCallService, PerThreadCopyService, ComputeWhenReadService]
 CORRECT = [ConditionBatchService, QueueCommandService, FutureBatchService]

@@ -632,3 +632,247 @@ WRONG_SLOTS = [
     SwallowErrorsSlot,
 ]
 CORRECT_SLOTS = [RLockSlot, TupleReferenceSlot]
+
+
+# --------------------------------------------------------------------------- answers that lie
+# Each returns (or writes into the grader's objects) a value whose own methods misreport what
+# it holds. They must fail like the honest mistakes they hide: the grader reads plain data.
+
+
+class _AgreesInt(int):
+    """An int equal to anything, whose arithmetic gives more of the same."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    def __ne__(self, other: object) -> bool:
+        return False
+
+    def __hash__(self) -> int:
+        return 0
+
+    def _same(self, *other: object) -> _AgreesInt:
+        return self
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _same
+
+
+class _Agrees:
+    """Not a number at all: equal to anything, absorbing arithmetic, printed as 0."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    def __ne__(self, other: object) -> bool:
+        return False
+
+    def __hash__(self) -> int:
+        return 0
+
+    def _same(self, *other: object) -> _Agrees:
+        return self
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _same
+
+    def __format__(self, spec: str) -> str:
+        return "0"
+
+
+class AgreeingObjectsMetrics(NoLockMetrics):
+    """Lies: no lock, and snapshot() holds objects equal to every expected count."""
+
+    def snapshot(self) -> dict[str, Any]:
+        return {name: _Agrees() for name in ("requests", "ok", "errors", "latency_total")}
+
+
+class _CountsAgree(dict):
+    """A dict whose items read back as ints equal to anything."""
+
+    def __getitem__(self, key: Any) -> Any:
+        return _AgreesInt(dict.__getitem__(self, key))
+
+
+class AgreeingIntsMetrics(NoLockMetrics):
+    """Lies: no lock, and snapshot() is a dict subclass whose items are ints equal to anything."""
+
+    def snapshot(self) -> dict[str, Any]:
+        return _CountsAgree(super().snapshot())
+
+
+LYING_METRICS = [AgreeingObjectsMetrics, AgreeingIntsMetrics]
+WRONG_METRICS += LYING_METRICS
+
+
+class _KeptKey(str):
+    """A key equal to its text only while the value its compute made is the one the cache kept,
+    so ``computed.count(key)`` sees one compute however many there were."""
+
+    value: Any = None  # until its compute returns
+    __hash__ = str.__hash__
+
+    def __eq__(self, other: object) -> bool:
+        return (type(other) is str and str.__eq__(self, other)
+                and self.kept.get(other, self.value) is self.value)
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+
+class _PosingKey:
+    """The same lie from an object whose ``__class__`` says str."""
+
+    __class__ = property(lambda self: str)  # type: ignore[assignment]
+    value: Any = None  # until its compute returns
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+    def __eq__(self, other: object) -> bool:
+        return (type(other) is str and other == self.text
+                and self.kept.get(other, self.value) is self.value)
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __repr__(self) -> str:
+        return repr(self.text)
+
+
+class HiddenSecondComputeCache(NoLockCache):
+    """Lies: check-then-act computes a key twice, with keys that hide all but the kept build."""
+
+    key_type: Any = _KeptKey
+
+    def get(self, key: Any) -> Any:
+        if key not in self.values:
+            lying = self.key_type(key)
+            lying.kept = self.values
+            lying.value = self.compute(lying)
+            self.values.setdefault(key, lying.value)
+        return self.values[key]
+
+
+class PosingKeySecondComputeCache(HiddenSecondComputeCache):
+    """Lies: as above, with compute keys that are objects posing as str."""
+
+    key_type = _PosingKey
+
+
+LYING_CACHES = [HiddenSecondComputeCache, PosingKeySecondComputeCache]
+WRONG_CACHES += LYING_CACHES
+
+
+def move_reporting_an_agreeing_true(src: Any, dst: Any, n: int) -> bool:
+    """Lies: moves only when it can, yet always returns an int equal to True and False alike,
+    and to whatever the slot count should be."""
+    first, second = (src, dst) if id(src) < id(dst) else (dst, src)
+    with first.lock, second.lock:
+        if src.slots >= n:
+            src.slots -= n
+            dst.slots += n
+    return _AgreesInt(1)  # type: ignore[return-value]
+
+
+class _NeverPositive(int):
+    """A slot count that says it is not above 0, so requests take no slot from it."""
+
+    def __gt__(self, other: object) -> bool:
+        return False
+
+
+def move_hiding_its_race_behind_a_count_that_is_never_positive(src: Any, dst: Any,
+                                                                n: int) -> bool:
+    """Lies: the check and the move in two locked regions (a race), but between them the
+    source's count is an int that says it is not above 0, so no request takes its slots."""
+    with src.lock:
+        enough = src.slots >= n
+        src.slots = _NeverPositive(src.slots)
+    if not enough:
+        return False
+    first, second = (src, dst) if src.name < dst.name else (dst, src)
+    with first.lock, second.lock:
+        src.slots -= n
+        dst.slots += n
+    return True
+
+
+LYING_MOVES = [move_reporting_an_agreeing_true,
+               move_hiding_its_race_behind_a_count_that_is_never_positive]
+WRONG_MOVES += LYING_MOVES
+
+
+class AgreeingVersionSlot(NoLockSlot):
+    """Lies: no lock (a swap lands between the two reads), and the version is an int that
+    equals every model's version."""
+
+    def predict(self, batch: Any) -> tuple[int, Any]:
+        version, output = super().predict(batch)
+        return _AgreesInt(version), output
+
+
+class _PairTellingTheModelsVersion(tuple):
+    """A (version, output) pair that, read item by item, gives the output's own version."""
+
+    def __iter__(self) -> Any:
+        output = tuple.__getitem__(self, 1)
+        return iter((output[0], output))
+
+    def __getitem__(self, index: Any) -> Any:
+        return tuple(self)[index]
+
+
+class VersionFromTheOutputSlot(NoLockSlot):
+    """Lies: no lock, and predict() returns a tuple subclass that reads back a matching pair."""
+
+    def predict(self, batch: Any) -> tuple[int, Any]:
+        return _PairTellingTheModelsVersion(super().predict(batch))
+
+
+class _SaysItIsTheExample(str):
+    """A batch name equal to every name, the example's included."""
+
+    __hash__ = str.__hash__
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    def __ne__(self, other: object) -> bool:
+        return False
+
+
+class NamesEveryRequestTheExampleSlot(PublishThenWarmSlot):
+    """Lies: publishes before warming, and renames every request batch so that it equals the
+    example batch's name."""
+
+    def predict(self, batch: Any) -> tuple[int, Any]:
+        name, features = batch
+        return super().predict((_SaysItIsTheExample(name), features))
+
+
+LYING_SLOTS = [AgreeingVersionSlot, VersionFromTheOutputSlot, NamesEveryRequestTheExampleSlot]
+WRONG_SLOTS += LYING_SLOTS
+
+
+# --------------------------------------------------------------------------- skipping the work
+
+
+class ConstantSnapshotMetrics:
+    """Counts nothing: snapshot() always says what the graded run ends with (4 requests)."""
+
+    def record(self, latency_s, ok):
+        pass
+
+    def snapshot(self):
+        return {"requests": 4, "ok": 2, "errors": 2, "latency_total": 10.0}
+
+
+def move_that_never_moves(src, dst, n):
+    """Never moves and says so: no lock, no race, and no slots ever moved."""
+    return False
+
+
+WRONG_METRICS.append(ConstantSnapshotMetrics)
+WRONG_MOVES.append(move_that_never_moves)

@@ -161,7 +161,25 @@ class ForkedPool(_Routed):
     method = "fork"
 
 
-WRONG_POOLS = [ArrivalOrderPool]
+class _ReadLater:
+    """An output computed only when someone reads it (``np.asarray`` calls ``__array__``)."""
+
+    def __init__(self, compute: Any, tokens: Any) -> None:
+        self._compute = compute
+        self._tokens = tokens
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return np.asarray(self._compute(self._tokens), dtype=dtype)
+
+
+class ReadLaterPool(ArrivalOrderPool):
+    """Arrival-order answers fetched only when read: read one at a time, none is swapped."""
+
+    def predict(self, tokens: Any) -> Any:
+        return _ReadLater(super().predict, tokens)
+
+
+WRONG_POOLS = [ArrivalOrderPool, ReadLaterPool]
 #: Wrong pools whose failure is counted, not raced (a start method, bytes of private memory or
 #: of /dev/shm segments, processes alive after ``close()``): no interleaving can change the
 #: count, though they run twenty times like every other wrong answer.
@@ -300,7 +318,27 @@ def ledger_on_synchronized_array(workers: int, updates: int) -> list[int]:
     return _ledger_run(workers, updates, lambda ctx, source: None, array=True)
 
 
-WRONG_LEDGERS = [ledger_without_lock, ledger_lock_per_worker, ledger_on_synchronized_array]
+class _LossFreeWhenIterated(list):
+    """The ledger's real totals, but iterating yields the totals of a run that lost nothing."""
+
+    def __iter__(self) -> Any:
+        return iter(process_workers.expected_totals(self.workers, self.updates))
+
+
+def ledger_lies_when_iterated(workers: int, updates: int) -> list[int]:
+    """No lock, and a list of the totals that iterates as if no update had been lost."""
+    totals = _LossFreeWhenIterated(ledger_without_lock(workers, updates))
+    totals.workers, totals.updates = workers, updates
+    return totals
+
+
+def ledger_returning_the_expected_totals(workers: int, updates: int) -> list[int]:
+    """Starts no worker: returns the totals the lesson prints as "expected"."""
+    return process_workers.expected_totals(workers, updates)
+
+
+WRONG_LEDGERS = [ledger_without_lock, ledger_lock_per_worker, ledger_on_synchronized_array,
+                 ledger_lies_when_iterated, ledger_returning_the_expected_totals]
 
 
 def ledger_with_the_arrays_own_lock(workers: int, updates: int) -> list[int]:
@@ -362,8 +400,28 @@ def choose_by_unpaired_medians(threads: Any, processes_: Any, memory_budget_mb: 
     return "processes" if ratio >= 1.2 else "threads"
 
 
+class _AnyDesign(str):
+    """A design name equal to every string."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    def __ne__(self, other: object) -> bool:
+        return False
+
+    __hash__ = str.__hash__
+
+
+def choose_any_design(threads: Any, processes_: Any, memory_budget_mb: float) -> str:
+    """Always "threads", as a string equal to every design."""
+    return _AnyDesign("threads")
+
+
 WRONG_CHOICES = [choose_by_mean, choose_ignoring_memory, choose_without_margin,
                  choose_by_unpaired_medians]
+#: Wrong choices whose mistake only plain data shows: no ``!=`` on what they return can tell
+#: (so no named case catches them), only its plain value.
+LYING_CHOICES = [choose_any_design]
 
 
 def choose_with_numpy(threads: Any, processes_: Any, memory_budget_mb: float) -> str:

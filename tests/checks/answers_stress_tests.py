@@ -478,3 +478,159 @@ def explore_exhaustive_pairs(make_ledger: Any) -> Any:
 
 
 CORRECT_EXPLORES = [explore_two_readers, explore_exhaustive_pairs]
+
+
+# --------------------------------------------------------------------------- lying answers
+# Values that lie (a returned value decides how ``==``, ``<``, ``float()`` and ``isinstance``
+# treat it). The ``measure`` and ``explore_ledger`` ones passed before the checks read what
+# comes back from student code as plain data.
+
+
+class _Unprintable(AssertionError):
+    """An exception whose text cannot be read."""
+
+    def __str__(self):
+        raise RuntimeError("no text")
+
+
+def single_thread_lying_verdict(make_ledger: Any) -> Any:
+    """Liar: three records on one thread, then a "failed" verdict returned, never raised."""
+    class Failed:
+        def __eq__(self, other):
+            return True
+
+        def __bool__(self):
+            return False
+
+    ledger = make_ledger()
+    for _ in range(3):
+        ledger.record(batch(ROWS))
+    return Failed()
+
+
+def always_raises_unprintable(make_ledger: Any) -> None:
+    """Liar: fails every ledger, correct ones too, with an exception whose text cannot be read."""
+    make_ledger().record(batch(ROWS))
+    raise _Unprintable()
+
+
+WRONG_STRESS += [single_thread_lying_verdict, always_raises_unprintable]
+
+
+class _Quick(float):
+    """A wall time that is never greater than anything."""
+
+    def __gt__(self, other):
+        return False
+
+
+class _Spread(float):
+    """A latency that is never less than anything."""
+
+    def __lt__(self, other):
+        return False
+
+
+class _Claimed(float):
+    """A latency that says it took ``stress_tests.SLEEP_S``, whatever it measured."""
+
+    def __float__(self):
+        return 0.004
+
+    def __add__(self, other):
+        return 0.004 + other
+
+    __radd__ = __add__
+
+    def __lt__(self, other):
+        return False
+
+    def __gt__(self, other):
+        return False
+
+
+class _Report(dict):
+    """A report whose ``throughput`` is read as calls / wall_s, whatever it holds."""
+
+    def __getitem__(self, key):
+        if key == "throughput":
+            return len(dict.__getitem__(self, "latencies_s")) / dict.__getitem__(self, "wall_s")
+        return dict.__getitem__(self, key)
+
+
+def measure_one_after_another_lying(serve: Any, threads: int, calls: int) -> dict[str, Any]:
+    """Liar: threads one after another, the wall time a float never greater than anything."""
+    result = measure_one_after_another(serve, threads, calls)
+    result["wall_s"] = _Quick(result["wall_s"])
+    return result
+
+
+def measure_average_latency_lying(serve: Any, threads: int, calls: int) -> dict[str, Any]:
+    """Liar: the mean for every call, as floats never less than anything."""
+    result = measure_average_latency(serve, threads, calls)
+    result["latencies_s"] = [_Spread(x) for x in result["latencies_s"]]
+    return result
+
+
+def measure_cpu_time_lying(serve: Any, threads: int, calls: int) -> dict[str, Any]:
+    """Liar: CPU time per call, as floats whose float() and sum claim 4 ms each."""
+    result = measure_cpu_time(serve, threads, calls)
+    result["latencies_s"] = [_Claimed(x) for x in result["latencies_s"]]
+    return result
+
+
+def measure_forgets_threads_lying(serve: Any, threads: int, calls: int) -> dict[str, Any]:
+    """Liar: one thread's throughput, in a dict whose ``[]`` reads it as all calls / wall_s."""
+    return _Report(measure_forgets_threads(serve, threads, calls))
+
+
+LYING_MEASURES = [measure_one_after_another_lying, measure_average_latency_lying,
+                  measure_cpu_time_lying, measure_forgets_threads_lying]
+WRONG_MEASURES += LYING_MEASURES
+
+
+def _peeks_at_the_grader() -> bool:
+    """The ok a grader that reads ``is_racy`` two frames up would want to see."""
+    import sys
+
+    return not sys._getframe(2).f_locals.get("is_racy", False)
+
+
+class _FakeResult:
+    """Not a Result, but ``isinstance`` says it is one; its ``ok`` peeks at the grader."""
+
+    verdict = "pass"
+    schedules_run = 1
+
+    @property
+    def __class__(self):
+        from autograder.harness import Result
+
+        return Result
+
+    @property
+    def ok(self):
+        return _peeks_at_the_grader()
+
+
+def explore_no_reader_fake_result(make_ledger: Any) -> Any:
+    """Liar: explores without a reader, returns a fake Result whose ``ok`` peeks at the grader."""
+    explore_no_reader(make_ledger)
+    return _FakeResult()
+
+
+def explore_no_reader_result_subclass(make_ledger: Any) -> Any:
+    """Liar: explores without a reader, returns a Result subclass whose ``ok`` peeks too."""
+    from autograder.harness import Result
+
+    class Mine(Result):
+        @property
+        def ok(self):
+            return _peeks_at_the_grader()
+
+    explore_no_reader(make_ledger)
+    return Mine("pass")
+
+
+LYING_EXPLORES = [explore_no_reader_fake_result, explore_no_reader_result_subclass]
+WRONG_EXPLORES += LYING_EXPLORES

@@ -271,3 +271,86 @@ def options_deterministic_pipeline(read, transform, n):
 WRONG_PIPELINES = [prefetch_only_pipeline, unordered_pipeline, python_loop_pipeline,
                    unordered_transform_pipeline]
 CORRECT_PIPELINES = [one_map_pipeline, interleave_pipeline, options_deterministic_pipeline]
+
+
+# --------------------------------------------------------------------------- lying answers
+# Elements that lie (comparisons, ``__array__``, a faked ``__class__``, iteration). The checks
+# read every element as a plain float32 array before judging it, so none of them passes.
+
+
+class _LyingArray(np.ndarray):
+    """An array equal to every array, whose mean and difference claim a shift of 0.1."""
+
+    def __eq__(self, other):
+        return np.ones(np.shape(self), dtype=bool)
+
+    def __ne__(self, other):
+        return np.zeros(np.shape(self), dtype=bool)
+
+    def __sub__(self, other):
+        return np.full(np.shape(self), 0.1, dtype="float32")
+
+    __hash__ = None
+
+
+class _FakeTensor:
+    """Not a tensor, but ``isinstance`` says so; its ``numpy()`` is record 0 every time."""
+
+    @property
+    def __class__(self):
+        return tf.Tensor
+
+    def numpy(self):
+        return tfdata.record(0).view(_LyingArray)
+
+    def __array__(self, dtype=None, copy=None):
+        return tfdata.record(0)
+
+    def __eq__(self, other):
+        return True
+
+    __hash__ = None
+
+
+class _Iterable:
+    """A "dataset": each iteration calls ``start()`` for its iterator."""
+
+    def __init__(self, start):
+        self.start = start
+
+    def __iter__(self):
+        return self.start()
+
+
+def lying_array_loader(read, n):
+    """Liar: one shared pass over the records (second epoch empty), as arrays equal to all."""
+    shared = (read(i).view(_LyingArray) for i in range(n))
+    return _Iterable(lambda: shared)
+
+
+def fake_tensor_loader(read, n):
+    """Liar: no reads at all, ``n`` fake tensors claiming to be every record."""
+    return _Iterable(lambda: iter([_FakeTensor() for _ in range(n)]))
+
+
+WRONG_LOADERS += [lying_array_loader, fake_tensor_loader]
+
+
+def lying_images_augment(images, seed):
+    """Liar: the images unchanged, as arrays whose difference claims a 0.1 shift."""
+    return [np.asarray(image).view(_LyingArray) for image in images]
+
+
+WRONG_AUGMENTS += [lying_images_augment]
+
+
+def lying_loop_pipeline(read, transform, n):
+    """Liar: the naive loop in a generator, yielding arrays equal to every record."""
+    class Pipeline:
+        def __iter__(self):
+            return (np.asarray(transform(read(i))).view(_LyingArray) for i in range(n))
+
+    return Pipeline()
+
+
+WRONG_PIPELINES += [lying_loop_pipeline]

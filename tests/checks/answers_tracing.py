@@ -430,3 +430,167 @@ def publish_decide_then_save(best, lock, name, score, access, save):
 WRONG_PUBLISH = [publish_unlocked, publish_split_locks, publish_save_under_lock,
                  publish_lock_not_logged, publish_new_lock]
 CORRECT_PUBLISH = [publish_acquire_finally, publish_decide_then_save]
+
+
+# --------------------------------------------------------------------------- lying answers
+# Values that lie in comparisons (issue: a returned value decides how ``==`` treats it). Each
+# passed the checks before they read what comes back from student code as plain data.
+
+
+class _SameInt(int):
+    """An int equal to every value (and ordered as wanted by nobody)."""
+
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+    __hash__ = int.__hash__
+
+
+class _LateInt(int):
+    """An int that claims to be at least as late as any moment it is compared with."""
+
+    def __ge__(self, other):
+        return True
+
+    def __le__(self, other):
+        return False
+
+
+class _SameStr(str):
+    """A str equal to every value."""
+
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+    __hash__ = str.__hash__
+
+
+class _SameFloat(float):
+    """A float equal to every value."""
+
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+    __hash__ = float.__hash__
+
+
+class _SameDict(dict):
+    """A dict equal to every value."""
+
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+    __hash__ = None
+
+
+class _OnceEach(list):
+    """A list whose iteration skips the repeats it holds."""
+
+    def __iter__(self):
+        return iter(dict.fromkeys(list.__iter__(self)))
+
+
+def log_access_lying_return(log, op, resource, fn, lock=None):
+    """Liar: forgets fn's value and returns an int that equals every value instead."""
+    log_access_no_return(log, op, resource, fn, lock)
+    return _SameInt(0)
+
+
+def log_access_lying_end(log, op, resource, fn, lock=None):
+    """Liar: logs before the call (no try/finally) with an ``end`` that claims to be later."""
+    start = time.perf_counter_ns()
+    log.append(_record(op, resource, start, _LateInt(start), lock))
+    return fn()
+
+
+def log_access_lying_thread(log, op, resource, fn, lock=None):
+    """Liar: names the main thread, as a str that equals every thread's name."""
+    start = time.perf_counter_ns()
+    try:
+        return fn()
+    finally:
+        log.append(_record(op, resource, start, time.perf_counter_ns(), lock,
+                           thread=_SameStr(threading.main_thread().name)))
+
+
+def who_overwrote_sorts_log_lying(log):
+    """Liar: sorts the log in place, and hides it behind records that equal every record."""
+    log.sort(key=lambda r: r["start"])
+    log[:] = [_SameDict(r) for r in log]
+    return who_overwrote_per_resource_timeline(log)
+
+
+def who_overwrote_repeats_hidden(log):
+    """Liar: every result twice, in a list whose iteration yields each once."""
+    found = who_overwrote_per_resource_timeline(log)
+    return _OnceEach(found + found)
+
+
+def find_conflicts_marks_log_lying(log):
+    """Liar: writes an index into every record, and hides it behind records equal to all."""
+    for i, r in enumerate(log):
+        log[i] = _SameDict(r, index=i)
+    return _conflicts(log)
+
+
+def find_conflicts_repeats_hidden(log):
+    """Liar: every pair in both directions' order, in a list whose iteration yields each once."""
+    return _OnceEach(find_conflicts_both_directions(log))
+
+
+def publish_unlocked_lying_record(best, lock, name, score, access, save):
+    """Liar: the racy publish, writing a score and a name that equal every value."""
+    seen = access("read", "best", lambda: best["score"], lock="best_lock")
+    if score > seen:
+        access("write", "best",
+               lambda: best.update(score=_SameFloat(score), by=_SameStr(name)),
+               lock="best_lock")
+        save(name)
+
+
+def publish_lying_lock_name(best, lock, name, score, access, save):
+    """Liar: right locking, logged with lock ``""``, a str that equals ``"best_lock"`` too."""
+    wrong = _SameStr("")
+    with lock:
+        seen = access("read", "best", lambda: best["score"], lock=wrong)
+        better = score > seen
+        if better:
+            access("write", "best", lambda: best.update(score=score, by=name), lock=wrong)
+    if better:
+        save(name)
+
+
+def publish_lying_op(best, lock, name, score, access, save):
+    """Liar: the read is never logged; one access per trainer, its op a str equal to any op."""
+    def compare_and_write():
+        better = score > best["score"]
+        if better:
+            best.update(score=score, by=name)
+        return better
+
+    with lock:
+        better = access(_SameStr("write"), "best", compare_and_write, lock="best_lock")
+    if better:
+        save(name)
+
+
+LYING_LOG_ACCESS = [log_access_lying_return, log_access_lying_end, log_access_lying_thread]
+LYING_WHO_OVERWROTE = [who_overwrote_sorts_log_lying, who_overwrote_repeats_hidden]
+LYING_FIND_CONFLICTS = [find_conflicts_marks_log_lying, find_conflicts_repeats_hidden]
+LYING_PUBLISH = [publish_unlocked_lying_record, publish_lying_lock_name, publish_lying_op]
+WRONG_LOG_ACCESS += LYING_LOG_ACCESS
+WRONG_WHO_OVERWROTE += LYING_WHO_OVERWROTE
+WRONG_FIND_CONFLICTS += LYING_FIND_CONFLICTS
+WRONG_PUBLISH += LYING_PUBLISH

@@ -17,8 +17,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import keras
+import numpy as np
 import tensorflow as tf
 from grading_runs import demo_answer
+from tensorflow.python.ops.resource_variable_ops import ResourceVariable
 
 from autograder.checks import variables
 
@@ -660,3 +662,218 @@ def choose_with_locked_totals(candidates: Any, make_model: Any, *, readers: int,
 WRONG_CHOICES = [choose_ignoring_torn, choose_ignoring_update_rate, choose_fixed_reads,
                  choose_sequential]
 CORRECT_CHOICES = [choose_with_pool_and_flag, choose_with_locked_totals]
+
+
+# --------------------------------------------------------------------------- liars
+# Answers whose values lie: about their type, about their count, about what they equal.
+
+
+class EqualsEverything(int):
+    """An int that says it equals (and is no less or greater than) any value."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    def __ne__(self, other: object) -> bool:
+        return False
+
+    def __lt__(self, other: object) -> bool:
+        return False
+
+    __gt__ = __lt__
+
+    def __le__(self, other: object) -> bool:
+        return True
+
+    __ge__ = __le__
+
+    def __hash__(self) -> int:
+        return 0
+
+
+class EqualsEverythingFloat(float):
+    """A float that says it equals any value and lies within any range."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    def __ne__(self, other: object) -> bool:
+        return False
+
+    def __le__(self, other: object) -> bool:
+        return True
+
+    __ge__ = __lt__ = __gt__ = __le__
+
+    def __hash__(self) -> int:
+        return 0
+
+
+class EqualsEverythingStr(str):
+    """A string that says it equals any value."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    def __ne__(self, other: object) -> bool:
+        return False
+
+    def __hash__(self) -> int:
+        return 0
+
+
+class _PretendVariable:
+    """Claims to be a ``tf.Variable`` (its ``__class__`` says so); counts in Python."""
+
+    def __init__(self) -> None:
+        self.value = 0
+
+    @property
+    def __class__(self) -> type:  # type: ignore[override]
+        return tf.Variable
+
+    def numpy(self) -> int:
+        return self.value
+
+
+class PretendVariableCounter:
+    """Updates its tf.Variable with the racy ``assign(v + 1)``; ``steps`` is no tf.Variable but
+    says it is, and reports a count kept in a Python int under a lock."""
+
+    def __init__(self) -> None:
+        self.steps = _PretendVariable()
+        self._variable = tf.Variable(0, dtype=tf.int64)
+        self._lock = threading.Lock()
+
+    def step(self) -> int:
+        self._variable.assign(self._variable + 1)
+        with self._lock:
+            self.steps.value += 1
+            return self.steps.value
+
+
+class _ReportingVariable(ResourceVariable):
+    """A real tf.Variable whose ``numpy()`` reports a count kept elsewhere, not its value."""
+
+    reported = 0
+
+    def numpy(self) -> Any:
+        return np.int64(self.reported)
+
+
+class ReportedCountCounter:
+    """Updates the variable with the racy ``assign(v + 1)`` but makes ``steps.numpy()`` report
+    a count kept under a lock."""
+
+    def __init__(self) -> None:
+        self.steps = _ReportingVariable(0, dtype=tf.int64)
+        self._lock = threading.Lock()
+        self._count = 0
+
+    def step(self) -> int:
+        self.steps.assign(self.steps + 1)
+        with self._lock:
+            self._count += 1
+            self.steps.reported = self._count
+            return self._count
+
+
+class _Ticket:
+    """A step "number" that is drawn only when someone converts it with ``int()``."""
+
+    _numbers = itertools.count(1)
+    _lock = threading.Lock()
+
+    def __int__(self) -> int:
+        with self._lock:
+            return next(self._numbers)
+
+    __index__ = __int__
+
+
+class TicketObjectCounter:
+    """Returns a ticket object whose ``int()`` draws a fresh number; the update is racy."""
+
+    def __init__(self) -> None:
+        self.steps = tf.Variable(0, dtype=tf.int64)
+        _Ticket._numbers = itertools.count(1)
+
+    def step(self) -> Any:
+        self.steps.assign(self.steps + 1)
+        return _Ticket()
+
+
+class EqualsEverythingCounter:
+    """Racy ``assign(v + 1)``; the number it returns says it equals any number."""
+
+    def __init__(self) -> None:
+        self.steps = tf.Variable(0, dtype=tf.int64)
+
+    def step(self) -> int:
+        self.steps.assign(self.steps + 1)
+        return EqualsEverything(int(self.steps.numpy()))
+
+
+class ObjectOutputsPublisher(UnlockedPublisher):
+    """Torn reads, served as an object array of values that say they equal anything."""
+
+    def predict(self, x: Any) -> Any:
+        outputs = np.asarray(self.model.predict_on_batch(x))
+        return np.array([[EqualsEverythingFloat(v) for v in row] for row in outputs],
+                        dtype=object)
+
+
+class FloatSubclassOutputsPublisher(UnlockedPublisher):
+    """Torn reads, served as lists of floats that say they equal anything."""
+
+    def predict(self, x: Any) -> Any:
+        outputs = np.asarray(self.model.predict_on_batch(x))
+        return [[EqualsEverythingFloat(v) for v in row] for row in outputs]
+
+
+def choose_ignoring_torn_lying_name(candidates: Any, make_model: Any, *, readers: int,
+                                    updates: int, interval_s: float,
+                                    min_updates_per_s: float) -> Any:
+    """Measures right, picks the fastest reader even when torn, and returns its name as a
+    string that says it equals any name."""
+    chosen, table = choose_ignoring_torn(candidates, make_model, readers=readers,
+                                         updates=updates, interval_s=interval_s,
+                                         min_updates_per_s=min_updates_per_s)
+    return EqualsEverythingStr(chosen or ""), table
+
+
+def choose_with_lying_table(candidates: Any, make_model: Any, *, readers: int, updates: int,
+                            interval_s: float, min_updates_per_s: float) -> Any:
+    """Runs the measurement but reports numbers that equal anything and a choice that equals
+    any name."""
+    table = {}
+    for name, cls in candidates.items():
+        _measure(cls, make_model, readers, updates, interval_s)
+        table[name] = {"reads": EqualsEverything(0), "torn": EqualsEverything(0),
+                       "reads_per_s": EqualsEverythingFloat(1.0),
+                       "updates_per_s": EqualsEverythingFloat(1.0)}
+    return EqualsEverythingStr("none"), table
+
+
+class _LyingPair(tuple):
+    """A pair that unpacks to other values than it holds."""
+
+    def __iter__(self) -> Any:
+        return iter(self.real)
+
+
+def choose_with_lying_pair(candidates: Any, make_model: Any, *, readers: int, updates: int,
+                           interval_s: float, min_updates_per_s: float) -> Any:
+    """Holds ``(None, {})`` but unpacks to a lying name and a lying table."""
+    pair = _LyingPair((None, {}))
+    pair.real = choose_with_lying_table(candidates, make_model, readers=readers,
+                                        updates=updates, interval_s=interval_s,
+                                        min_updates_per_s=min_updates_per_s)
+    return pair
+
+
+WRONG_COUNTERS += [PretendVariableCounter, ReportedCountCounter, TicketObjectCounter,
+                   EqualsEverythingCounter]
+WRONG_PUBLISHERS += [ObjectOutputsPublisher, FloatSubclassOutputsPublisher]
+WRONG_CHOICES += [choose_ignoring_torn_lying_name, choose_with_lying_table,
+                  choose_with_lying_pair]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -432,3 +433,94 @@ WRONG_LAZY_MODELS = [
     EagerLazyModel,
 ]
 CORRECT_LAZY_MODELS = [LockEverythingLazyModel, RLockDictLazyModel, ConditionLazyModel]
+
+
+# --------------------------------------------------------------------------- liars
+# Answers whose return values lie: they say they equal (or are close to) any output.
+
+
+class AlwaysClose:
+    """A made-up output value: equal to anything, and as close to it as any tolerance asks."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    def __ne__(self, other: object) -> bool:
+        return False
+
+    def __sub__(self, other: object) -> AlwaysClose:
+        return self
+
+    __rsub__ = __sub__
+
+    def __abs__(self) -> float:
+        return 0.0
+
+    def __le__(self, other: object) -> bool:
+        return True
+
+    __lt__ = __ge__ = __gt__ = __le__
+
+    def __float__(self) -> float:
+        return 0.0
+
+    __hash__ = object.__hash__
+
+
+def lying_outputs(batch: Any) -> np.ndarray:
+    """A batch of :class:`AlwaysClose` values, one row of four per input row (after a few
+    milliseconds, as a forward pass would take)."""
+    time.sleep(0.005)
+    return np.array([[AlwaysClose() for _ in range(4)] for _ in range(len(batch))], dtype=object)
+
+
+def warm_then_serve_lies(model: Any, example_batch: np.ndarray) -> None:
+    """Builds the weights, then swaps ``predict_on_batch`` for one returning made-up values
+    that say they equal any output (nothing is ever traced)."""
+    model(example_batch)
+    model.predict_on_batch = lying_outputs
+
+
+class LyingPredictor:
+    """Builds the model under a lock, then returns made-up values that equal any output."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.lock = threading.Lock()
+
+    def __call__(self, batch: np.ndarray) -> Any:
+        with self.lock:
+            if not self.model.built:
+                self.model(batch)
+        return [list(row) for row in lying_outputs(batch)]
+
+
+class StandInModel:
+    """Not a Keras model: four made-up weights, and outputs that equal any output."""
+
+    weights = [0.0, 0.0, 0.0, 0.0]
+
+    def __call__(self, batch: Any) -> np.ndarray:
+        return lying_outputs(batch)
+
+
+class StandInLazyModel:
+    """Hands out a stand-in whose weights and outputs lie (the factory's model only for the
+    one-thread check's input width)."""
+
+    def __init__(self, factory: Any, input_shape: tuple[int, ...]) -> None:
+        self.factory, self.input_shape, self.model = factory, input_shape, None
+        self.lock = threading.Lock()
+
+    def get(self) -> Any:
+        with self.lock:
+            if self.model is None:
+                model = self.factory()
+                model(_zeros(self.input_shape))
+                self.model = model if self.input_shape == (7,) else StandInModel()
+            return self.model
+
+
+WRONG_WARM_UPS.append(warm_then_serve_lies)
+WRONG_PREDICTORS.append(LyingPredictor)
+WRONG_LAZY_MODELS.append(StandInLazyModel)

@@ -57,7 +57,7 @@ EXERCISES = {
     "ledger": Exercise(processes.check_ledger, "run_ledger", _SOLVED["run_ledger"],
                        answers.WRONG_LEDGERS, answers.CORRECT_LEDGERS),
     "choose": Exercise(processes.check_choose, "choose", _SOLVED["choose"],
-                       answers.WRONG_CHOICES, answers.CORRECT_CHOICES),
+                       answers.WRONG_CHOICES + answers.LYING_CHOICES, answers.CORRECT_CHOICES),
 }
 
 

@@ -54,7 +54,42 @@ ATTACKS: dict[str, tuple[str, tuple[str, ...]]] = {
     "patch_the_seal": (
         "import autograder.pipeline.seal as seal\n"
         "seal.integrity_check = lambda *a, **k: (lambda: [])", TAMPERED),
-    # 2. Rewriting later cells at run time.
+    # Lesson 00's checks call no NumPy, so this one changes nothing they rely on (the checks
+    # that do call it are covered in tests/pipeline/test_seal.py); random.Random they do.
+    "patch_a_library_the_check_does_not_use": (
+        "import numpy\nnumpy.allclose = numpy.array_equal = lambda *a, **k: True", FAILS),
+    "patch_a_library_class_the_harness_uses": (
+        "import random\nrandom.Random.randrange = lambda self, *a, **k: 0", TAMPERED),
+    "shadow_an_inherited_method": (
+        "import random\nrandom.Random.random = lambda self: 0.99", TAMPERED),
+    "swap_the_check_modules_type": (
+        "import types\nclass Lenient(types.ModuleType):\n"
+        "    def __getattribute__(self, name):\n"
+        "        if name == 'check_counter':\n            return lambda *a, **k: None\n"
+        "        return types.ModuleType.__getattribute__(self, name)\n"
+        "anatomy.__class__ = Lenient", TAMPERED),
+    "shrink_the_search_through_default_arguments": (
+        "anatomy.run_counter.__kwdefaults__['max_schedules'] = 1", TAMPERED),
+    "poison_a_harness_constant": (
+        "from autograder.harness import exploration\n"
+        "for key in list(exploration._ROTATIONS):\n    exploration._ROTATIONS[key] = ('random',)",
+        TAMPERED),
+    # 2. Answers that lie: values whose comparisons always agree.
+    "lying_number_from_take": (
+        "class Liar(int):\n    def __eq__(self, other):\n        return True\n"
+        "    def __ne__(self, other):\n        return False\n"
+        "    def __add__(self, other):\n        return self\n    __radd__ = __add__\n"
+        "    def __hash__(self):\n        return 0\n"
+        "_Racy = SafeCounter\nclass SafeCounter(_Racy):\n    def take(self):\n"
+        "        super().take()\n        return Liar(0)", FAILS),
+    "object_with_a_fake_class_from_take": (
+        "class Liar:\n    __class__ = property(lambda self: int)\n"
+        "    def __eq__(self, other):\n        return True\n"
+        "    def __ne__(self, other):\n        return False\n"
+        "    def __add__(self, other):\n        return self\n    __radd__ = __add__\n"
+        "_Racy = SafeCounter\nclass SafeCounter(_Racy):\n    def take(self):\n"
+        "        super().take()\n        return Liar()", FAILS),
+    # 3. Rewriting later cells at run time.
     "ipython_input_transformer": (
         "get_ipython().input_transformers_cleanup.append(lambda lines: ['pass\\n'])", FAILS),
     "ipython_ast_transformer": (
@@ -63,7 +98,7 @@ ATTACKS: dict[str, tuple[str, tuple[str, ...]]] = {
         "    def visit_Module(self, node):\n"
         "        return ast.Module(body=[], type_ignores=[])\n"
         "get_ipython().ast_transformers.append(Gut())", FAILS),
-    # 3. Reaching the runner's frames, objects or memory.
+    # 4. Reaching the runner's frames, objects or memory.
     "walk_frames_with_getframe": (
         "import sys\nframe = sys._getframe()\nwhile frame.f_back is not None:\n"
         "    frame = frame.f_back\nframe.f_locals.clear()", TAMPERED),
@@ -105,7 +140,7 @@ ATTACKS: dict[str, tuple[str, tuple[str, ...]]] = {
         "import sys\nsys.addaudithook(lambda event, args: None)", TAMPERED),
     "forged_code_object": (
         "code = compile('x = 1', anatomy.__file__, 'exec')", TAMPERED),
-    # 4. Forging the verdict.
+    # 5. Forging the verdict.
     "forged_report_lines": (
         "import os\nfor fd in range(3, 40):\n"
         "    try:\n        os.write(fd, b'00' * 32 + b' eyJ0IjogImRvbmUifQ==\\n')\n"
@@ -119,7 +154,7 @@ ATTACKS: dict[str, tuple[str, tuple[str, ...]]] = {
         "def later():\n    time.sleep(0.5)\n"
         f"    anatomy.check_counter = {NOOP}\n"
         "threading.Thread(target=later, daemon=True).start()\ntime.sleep(1)", TAMPERED),
-    # 5. Leaving the process: exits, signals, forks, memory, disk.
+    # 6. Leaving the process: exits, signals, forks, memory, disk.
     "system_exit_in_answer": ("raise SystemExit(0)", FAILS),
     "system_exit_in_the_test": (
         "class SafeCounter:\n    def __init__(self):\n        raise SystemExit(0)", FAILS),
@@ -147,7 +182,7 @@ ATTACKS: dict[str, tuple[str, tuple[str, ...]]] = {
         "for place in ('/fill', '/dev/fill'):\n    with open(place, 'wb') as handle:\n"
         "        handle.write(b'x' * 2**20)\n", FAILS),
     "output_flood": ("for i in range(300_000):\n    print('flood', i)", FAILS),
-    # 6. Reading what the student must not see.
+    # 7. Reading what the student must not see.
     "read_hidden_tests_from_stdin": (
         "import os, sys\nseen = sys.stdin.read() + os.read(0, 1 << 20).decode(errors='ignore')\n"
         "if ('HIDDEN' + '-MARKER') in seen:\n    exec(SOLUTION)", FAILS),

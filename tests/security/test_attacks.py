@@ -7,6 +7,7 @@ same run keeps full marks.
 """
 
 import hashlib
+import os
 import shutil
 import socket
 import sys
@@ -117,12 +118,27 @@ def fake_graded_cell(notebook):
     notebook.cells.append(fake)
 
 
+def garble_grading_metadata(notebook):
+    cell(notebook, "test_guarded_counter").metadata["nbgrader"] = "points: 300"
+
+
 METADATA = {
+    "meta_grading_metadata_unreadable": (garble_grading_metadata, ("tampered",)),
     "meta_test_cell_made_markdown": (retype_test, ("missing-cells", "tampered")),
     "meta_duplicated_answer_cell": (duplicate_answer, ("tampered",)),
     "meta_points_raised": (raise_points, ("tampered",)),
     "meta_test_cell_gutted": (gut_test, ("tampered",)),
     "meta_fake_graded_cell": (fake_graded_cell, ("tampered",)),
+}
+
+
+#: Submissions that are not notebook files; the grader, often root, reads them on the host.
+FILES = {
+    "file_link_to_another_students_notebook": lambda target, honest: target.symlink_to(honest),
+    "file_link_to_etc_shadow": lambda target, honest: target.symlink_to("/etc/shadow"),
+    "file_fifo": lambda target, honest: os.mkfifo(target),
+    "file_folder": lambda target, honest: target.mkdir(),
+    "file_not_json": lambda target, honest: target.write_text("root:x:0:0:secret"),
 }
 
 
@@ -144,6 +160,10 @@ def attacked(tmp_path_factory):
                      submitted / name / LESSON / f"{LESSON}.ipynb")
     for name, (change, _) in METADATA.items():
         edit_notebook(release, submitted / name / LESSON / f"{LESSON}.ipynb", change)
+    for name, make in FILES.items():
+        target = submitted / name / LESSON / f"{LESSON}.ipynb"
+        target.parent.mkdir(parents=True)
+        make(target, honest)
     listener = Listener()
     secret = root / "secret.txt"
     secret.write_text("instructor only")
@@ -192,6 +212,14 @@ def test_metadata_attack_is_reported_never_as_a_crash(attacked, name):
     r = attacked["rows"][name]
     assert r.status in METADATA[name][1], r.detail
     assert r.score <= HONEST_SCORE and r.max_score == 5, r.detail
+
+
+@pytest.mark.parametrize("name", sorted(FILES))
+def test_a_submission_that_is_no_notebook_file_is_invalid_and_shows_nothing_of_its_target(
+        attacked, name):
+    r = attacked["rows"][name]
+    assert (r.status, r.score) == ("invalid-notebook", 0), r.detail
+    assert "secret" not in r.detail and "root:" not in r.detail, r.detail
 
 
 def test_probe_reaches_no_file_socket_or_interface_outside_its_sandbox(attacked):

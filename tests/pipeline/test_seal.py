@@ -1,0 +1,133 @@
+"""The runner's integrity check names every way a notebook can change what a check relies on.
+
+Each test builds a throwaway grader module and library in ``sys.modules`` (so that nothing the
+rest of the suite imports is touched), remembers them, changes one thing the way an attack in
+``tests/security/attacks.py`` does, and asserts that the change is named, or, for the grader's
+caches and legitimate library additions, that it is not.
+"""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+import types
+from collections.abc import Iterator
+
+import pytest
+
+from autograder.pipeline import seal
+
+LIBRARY = textwrap.dedent("""
+    def close_enough(a, b):
+        return abs(a - b) < 1e-9
+
+    class Sampler(dict):
+        def pick(self):
+            return 1
+
+    TOLERANCE = 1e-9
+""")
+
+GRADER = textwrap.dedent("""
+    import fake_library
+
+    BUDGETS = {"schedules": 300}
+
+    def check(value, *, schedules=300):
+        return fake_library.close_enough(value, 7) and fake_library.Sampler().pick()
+""")
+
+
+def _module(name: str, source: str) -> types.ModuleType:
+    module = types.ModuleType(name)
+    exec(compile(source, f"<{name}>", "exec"), vars(module))  # noqa: S102 - test fixture
+    sys.modules[name] = module
+    return module
+
+
+@pytest.fixture
+def grader() -> Iterator[tuple[types.ModuleType, types.ModuleType]]:
+    library = _module("fake_library", LIBRARY)
+    checks = _module("fake_grader", GRADER)
+    yield checks, library
+    sys.modules.pop("fake_library", None)
+    sys.modules.pop("fake_grader", None)
+
+
+def _integrity(checks: types.ModuleType, library: types.ModuleType):
+    return seal.integrity_check({checks.__name__: None,
+                                 library.__name__: ("close_enough", "Sampler")})
+
+
+def test_nothing_is_named_when_nothing_changed(grader):
+    assert _integrity(*grader)() == []
+
+
+def test_a_replaced_library_function_is_named(grader):
+    checks, library = grader
+    problems = _integrity(checks, library)
+    library.close_enough = lambda *args: True
+    assert problems() == ["fake_library.close_enough was replaced"]
+
+
+def test_a_method_added_to_shadow_an_inherited_one_is_named(grader):
+    checks, library = grader
+    problems = _integrity(checks, library)
+    library.Sampler.__eq__ = lambda self, other: True
+    assert problems() == ["fake_library.Sampler.__eq__ was added"]
+
+
+def test_a_pickling_record_added_by_the_standard_library_is_not_named(grader):
+    checks, library = grader
+    problems = _integrity(checks, library)
+    library.Sampler.__slotnames__ = []
+    assert problems() == []
+
+
+def test_a_module_whose_type_was_swapped_is_named(grader):
+    checks, library = grader
+    problems = _integrity(checks, library)
+
+    class Lenient(types.ModuleType):
+        pass
+
+    checks.__class__ = Lenient
+    assert problems() == ["the type of the module fake_grader was replaced"]
+
+
+def test_default_arguments_changed_in_place_are_named(grader):
+    checks, library = grader
+    problems = _integrity(checks, library)
+    checks.check.__kwdefaults__["schedules"] = 1
+    assert problems() == ["the default arguments of fake_grader.check were changed"]
+
+
+def test_a_constant_container_changed_in_place_is_named(grader):
+    checks, library = grader
+    problems = _integrity(checks, library)
+    checks.BUDGETS["schedules"] = 1
+    assert problems() == ["the contents of fake_grader.BUDGETS were changed"]
+
+
+def test_a_grader_cache_may_fill(monkeypatch, grader):
+    checks, library = grader
+    checks.CACHE = {}
+    monkeypatch.setattr(seal, "_GRADER_CACHES", frozenset({"fake_grader.CACHE"}))
+    problems = _integrity(checks, library)
+    checks.CACHE["reference"] = [1, 2, 3]
+    assert problems() == []
+
+
+def test_the_library_names_a_grader_uses_are_found(grader):
+    found = seal._library_names(["fake_grader"])
+    assert found["fake_library"] == {"close_enough", "Sampler"}
+
+
+def test_the_real_grader_remembers_the_libraries_its_checks_call():
+    import autograder.harness  # noqa: F401 - the runner imports these before it seals
+    from autograder.checks import processes, warmup  # noqa: F401
+
+    protected = seal.protected_modules()
+    assert {"allclose", "array_equal"} <= set(protected["numpy"])
+    assert "Random" in protected["random"]
+    assert "Lock" in protected["threading"]
