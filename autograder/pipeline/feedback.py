@@ -13,12 +13,13 @@ import base64
 import json
 import re
 import sys
+from html import escape
 from pathlib import Path
 
 import nbformat
 
 import autograder
-from autograder.pipeline.cells import Plan, grade_id, is_test
+from autograder.pipeline.cells import Plan, exercise_titles, grade_id, is_test
 from autograder.pipeline.course import COURSE_ID, nbgrader_environment
 from autograder.pipeline.execute import Run
 from autograder.pipeline.spec import Job, JobResult
@@ -143,6 +144,15 @@ def readable_offline(html: str) -> str:
     return html.replace("</head>", _WRAP_STYLE + "\n</head>", 1)
 
 
+def with_exercise_titles(html: str, titles: dict[str, str]) -> str:
+    """nbgrader's feedback summary with each test cell named by its exercise's title (nbgrader
+    calls every one "Test cell")."""
+    for gid, title in titles.items():
+        html = html.replace(f'<a href="#{gid}">Test cell</a>',
+                            f'<a href="#{gid}">{escape(title)}</a>')
+    return html
+
+
 def write_feedback(course: Path, job: Job, result: JobResult, workdir: Path) -> None:
     """Record the scores in the job's gradebook copy and render nbgrader's feedback HTML from
     the executed notebook (see :func:`write_executed`) into ``workdir/feedback.html``."""
@@ -163,8 +173,9 @@ def write_feedback(course: Path, job: Job, result: JobResult, workdir: Path) -> 
         outcome = api.generate_feedback(job.assignment, job.student, force=True)
     html = course / "feedback" / job.student / job.assignment / f"{result.notebook}.html"
     if outcome["success"] and html.exists():
-        (workdir / "feedback.html").write_text(readable_offline(html.read_text(encoding="utf-8")),
-                                                encoding="utf-8")
+        titles = exercise_titles(nbformat.read(job.release, as_version=4))
+        page = with_exercise_titles(readable_offline(html.read_text(encoding="utf-8")), titles)
+        (workdir / "feedback.html").write_text(page, encoding="utf-8")
     else:
         result.notes.append("feedback could not be generated")
 

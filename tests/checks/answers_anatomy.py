@@ -15,6 +15,8 @@ import functools
 import threading
 from typing import Any
 
+from liars import EqualsEverything, KeptKey, PosingInt, PosingKey, get_hiding_extra_calls, lying
+
 # --------------------------------------------------------------------------- schedules
 # (OVERDRAFT, DOUBLE_PAY) pairs. Steps of one customer running alone: 2 read the balance for
 # the `if`, 3 read it for `-=`, 4 write it, 5 read `account.paid`, 6 store the payout, 7 done.
@@ -454,53 +456,12 @@ WRONG_SCHEDULES.update({
 })
 
 
-class _EqualsEverything(int):
-    """An int that equals anything and swallows every addition."""
-
-    def __eq__(self, other: object) -> bool:
-        return True
-
-    def __ne__(self, other: object) -> bool:
-        return False
-
-    def __add__(self, other: object) -> _EqualsEverything:
-        return self
-
-    __radd__ = __add__
-
-    def __hash__(self) -> int:
-        return 0
-
-
-class _PosingInt:
-    """Not an int, but its ``__class__`` says int; it equals anything and absorbs additions."""
-
-    __class__ = property(lambda self: int)  # type: ignore[assignment]
-
-    def __eq__(self, other: object) -> bool:
-        return True
-
-    def __ne__(self, other: object) -> bool:
-        return False
-
-    def __add__(self, other: object) -> _PosingInt:
-        return self
-
-    __radd__ = __add__
-
-    def __hash__(self) -> int:
-        return 0
-
-    def __repr__(self) -> str:
-        return "7"
-
-
 class EqualsEverythingCounter(PlusEqualsCounter):
     """Lies: no lock, and take() returns an int subclass equal to every expected total."""
 
     def take(self) -> int:
         super().take()
-        return _EqualsEverything(0)
+        return EqualsEverything(0)
 
 
 class LiesOnlyUnderThreadsCounter(PlusEqualsCounter):
@@ -517,7 +478,7 @@ class LiesOnlyUnderThreadsCounter(PlusEqualsCounter):
     def take(self) -> int:
         self.threads.add(threading.get_ident())
         value = super().take()
-        return value if len(self.threads) == 1 else _EqualsEverything(value)
+        return value if len(self.threads) == 1 else EqualsEverything(value)
 
 
 class PosingIntCounter(PlusEqualsCounter):
@@ -525,72 +486,31 @@ class PosingIntCounter(PlusEqualsCounter):
 
     def take(self) -> int:
         super().take()
-        return _PosingInt()  # type: ignore[return-value]
+        return PosingInt()  # type: ignore[return-value]
 
 
-LYING_COUNTERS = [EqualsEverythingCounter, LiesOnlyUnderThreadsCounter, PosingIntCounter]
+LYING_COUNTERS = lying(EqualsEverythingCounter, LiesOnlyUnderThreadsCounter, PosingIntCounter)
 WRONG_COUNTERS += LYING_COUNTERS
-
-
-class _KeptKey(str):
-    """A key equal to its text only while the value its load made is the one the cache kept,
-    so ``loads.count(key)`` sees one load however many there were."""
-
-    __hash__ = str.__hash__
-
-    def __eq__(self, other: object) -> bool:
-        return (type(other) is str and str.__eq__(self, other)
-                and self.kept.get(other) is self.value)
-
-    def __ne__(self, other: object) -> bool:
-        return not self.__eq__(other)
-
-
-class _PosingKey:
-    """The same lie from an object whose ``__class__`` says str."""
-
-    __class__ = property(lambda self: str)  # type: ignore[assignment]
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def __hash__(self) -> int:
-        return hash(self.text)
-
-    def __eq__(self, other: object) -> bool:
-        return (type(other) is str and other == self.text
-                and self.kept.get(other) is self.value)
-
-    def __ne__(self, other: object) -> bool:
-        return not self.__eq__(other)
-
-    def __repr__(self) -> str:
-        return repr(self.text)
 
 
 class HiddenSecondLoadCache:
     """Lies: check-then-act loads a key twice, with keys that hide every load but the kept one."""
 
-    key_type: Any = _KeptKey
+    key_type: Any = KeptKey
 
     def __init__(self, load: Any) -> None:
         self.load = load
         self.values: dict[Any, Any] = {}
 
     def get(self, key: Any) -> Any:
-        if key not in self.values:
-            lying = self.key_type(key)
-            lying.kept = self.values
-            lying.value = self.load(lying)
-            self.values.setdefault(key, lying.value)
-        return self.values[key]
+        return get_hiding_extra_calls(self.values, self.load, key, self.key_type)
 
 
 class PosingKeySecondLoadCache(HiddenSecondLoadCache):
     """Lies: as above, with load keys that are objects posing as str."""
 
-    key_type = _PosingKey
+    key_type = PosingKey
 
 
-LYING_CACHES = [HiddenSecondLoadCache, PosingKeySecondLoadCache]
+LYING_CACHES = lying(HiddenSecondLoadCache, PosingKeySecondLoadCache)
 WRONG_CACHES += LYING_CACHES

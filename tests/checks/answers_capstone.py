@@ -16,6 +16,7 @@ import threading
 
 import numpy as np
 from grading_runs import demo_answer
+from liars import lying
 
 from autograder.checks import capstone
 
@@ -458,6 +459,8 @@ class DeadLookingLeakService(LeakyCloseService):
         self._thread.__class__ = _DeadLookingThread
 
 
+lying(RetryWhenReadColdService, ReusedBufferSwapService, UncountedStatsService,
+      GraderNamedLeakService, DeadLookingLeakService, ComputeWhenReadService)
 WRONG_COLD = [LockFreeColdService, TwoBatchersNoWarmupService, RetryWhenReadColdService]
 WRONG_UPDATES = [UnlockedSwapService, IdleUpdateService, ReusedBufferSwapService]
 WRONG_ACCOUNTING = [DropsPartialBatchService, LeakyCloseService, DeadlockCloseService,

@@ -13,6 +13,8 @@ import concurrent.futures
 import threading
 from typing import Any
 
+from liars import Agrees, EqualsEverything, KeptKey, PosingKey, get_hiding_extra_calls, lying
+
 # --------------------------------------------------------------------------- ServerMetrics
 
 
@@ -639,57 +641,18 @@ CORRECT_SLOTS = [RLockSlot, TupleReferenceSlot]
 # it holds. They must fail like the honest mistakes they hide: the grader reads plain data.
 
 
-class _AgreesInt(int):
-    """An int equal to anything, whose arithmetic gives more of the same."""
-
-    def __eq__(self, other: object) -> bool:
-        return True
-
-    def __ne__(self, other: object) -> bool:
-        return False
-
-    def __hash__(self) -> int:
-        return 0
-
-    def _same(self, *other: object) -> _AgreesInt:
-        return self
-
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _same
-
-
-class _Agrees:
-    """Not a number at all: equal to anything, absorbing arithmetic, printed as 0."""
-
-    def __eq__(self, other: object) -> bool:
-        return True
-
-    def __ne__(self, other: object) -> bool:
-        return False
-
-    def __hash__(self) -> int:
-        return 0
-
-    def _same(self, *other: object) -> _Agrees:
-        return self
-
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _same
-
-    def __format__(self, spec: str) -> str:
-        return "0"
-
-
 class AgreeingObjectsMetrics(NoLockMetrics):
     """Lies: no lock, and snapshot() holds objects equal to every expected count."""
 
     def snapshot(self) -> dict[str, Any]:
-        return {name: _Agrees() for name in ("requests", "ok", "errors", "latency_total")}
+        return {name: Agrees() for name in ("requests", "ok", "errors", "latency_total")}
 
 
 class _CountsAgree(dict):
     """A dict whose items read back as ints equal to anything."""
 
     def __getitem__(self, key: Any) -> Any:
-        return _AgreesInt(dict.__getitem__(self, key))
+        return EqualsEverything(dict.__getitem__(self, key))
 
 
 class AgreeingIntsMetrics(NoLockMetrics):
@@ -699,69 +662,26 @@ class AgreeingIntsMetrics(NoLockMetrics):
         return _CountsAgree(super().snapshot())
 
 
-LYING_METRICS = [AgreeingObjectsMetrics, AgreeingIntsMetrics]
+LYING_METRICS = lying(AgreeingObjectsMetrics, AgreeingIntsMetrics)
 WRONG_METRICS += LYING_METRICS
-
-
-class _KeptKey(str):
-    """A key equal to its text only while the value its compute made is the one the cache kept,
-    so ``computed.count(key)`` sees one compute however many there were."""
-
-    value: Any = None  # until its compute returns
-    __hash__ = str.__hash__
-
-    def __eq__(self, other: object) -> bool:
-        return (type(other) is str and str.__eq__(self, other)
-                and self.kept.get(other, self.value) is self.value)
-
-    def __ne__(self, other: object) -> bool:
-        return not self.__eq__(other)
-
-
-class _PosingKey:
-    """The same lie from an object whose ``__class__`` says str."""
-
-    __class__ = property(lambda self: str)  # type: ignore[assignment]
-    value: Any = None  # until its compute returns
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def __hash__(self) -> int:
-        return hash(self.text)
-
-    def __eq__(self, other: object) -> bool:
-        return (type(other) is str and other == self.text
-                and self.kept.get(other, self.value) is self.value)
-
-    def __ne__(self, other: object) -> bool:
-        return not self.__eq__(other)
-
-    def __repr__(self) -> str:
-        return repr(self.text)
 
 
 class HiddenSecondComputeCache(NoLockCache):
     """Lies: check-then-act computes a key twice, with keys that hide all but the kept build."""
 
-    key_type: Any = _KeptKey
+    key_type: Any = KeptKey
 
     def get(self, key: Any) -> Any:
-        if key not in self.values:
-            lying = self.key_type(key)
-            lying.kept = self.values
-            lying.value = self.compute(lying)
-            self.values.setdefault(key, lying.value)
-        return self.values[key]
+        return get_hiding_extra_calls(self.values, self.compute, key, self.key_type)
 
 
 class PosingKeySecondComputeCache(HiddenSecondComputeCache):
     """Lies: as above, with compute keys that are objects posing as str."""
 
-    key_type = _PosingKey
+    key_type = PosingKey
 
 
-LYING_CACHES = [HiddenSecondComputeCache, PosingKeySecondComputeCache]
+LYING_CACHES = lying(HiddenSecondComputeCache, PosingKeySecondComputeCache)
 WRONG_CACHES += LYING_CACHES
 
 
@@ -773,7 +693,7 @@ def move_reporting_an_agreeing_true(src: Any, dst: Any, n: int) -> bool:
         if src.slots >= n:
             src.slots -= n
             dst.slots += n
-    return _AgreesInt(1)  # type: ignore[return-value]
+    return EqualsEverything(1)  # type: ignore[return-value]
 
 
 class _NeverPositive(int):
@@ -799,8 +719,8 @@ def move_hiding_its_race_behind_a_count_that_is_never_positive(src: Any, dst: An
     return True
 
 
-LYING_MOVES = [move_reporting_an_agreeing_true,
-               move_hiding_its_race_behind_a_count_that_is_never_positive]
+LYING_MOVES = lying(move_reporting_an_agreeing_true,
+                    move_hiding_its_race_behind_a_count_that_is_never_positive)
 WRONG_MOVES += LYING_MOVES
 
 
@@ -810,7 +730,7 @@ class AgreeingVersionSlot(NoLockSlot):
 
     def predict(self, batch: Any) -> tuple[int, Any]:
         version, output = super().predict(batch)
-        return _AgreesInt(version), output
+        return EqualsEverything(version), output
 
 
 class _PairTellingTheModelsVersion(tuple):
@@ -852,7 +772,7 @@ class NamesEveryRequestTheExampleSlot(PublishThenWarmSlot):
         return super().predict((_SaysItIsTheExample(name), features))
 
 
-LYING_SLOTS = [AgreeingVersionSlot, VersionFromTheOutputSlot, NamesEveryRequestTheExampleSlot]
+LYING_SLOTS = lying(AgreeingVersionSlot, VersionFromTheOutputSlot, NamesEveryRequestTheExampleSlot)
 WRONG_SLOTS += LYING_SLOTS
 
 

@@ -19,6 +19,7 @@ from multiprocessing import shared_memory
 from typing import Any
 
 import numpy as np
+from liars import lying
 
 from autograder.checks import process_workers
 
@@ -179,7 +180,7 @@ class ReadLaterPool(ArrivalOrderPool):
         return _ReadLater(super().predict, tokens)
 
 
-WRONG_POOLS = [ArrivalOrderPool, ReadLaterPool]
+WRONG_POOLS = [ArrivalOrderPool, *lying(ReadLaterPool)]
 #: Wrong pools whose failure is counted, not raced (a start method, bytes of private memory or
 #: of /dev/shm segments, processes alive after ``close()``): no interleaving can change the
 #: count, though they run twenty times like every other wrong answer.
@@ -338,7 +339,7 @@ def ledger_returning_the_expected_totals(workers: int, updates: int) -> list[int
 
 
 WRONG_LEDGERS = [ledger_without_lock, ledger_lock_per_worker, ledger_on_synchronized_array,
-                 ledger_lies_when_iterated, ledger_returning_the_expected_totals]
+                 *lying(ledger_lies_when_iterated), ledger_returning_the_expected_totals]
 
 
 def ledger_with_the_arrays_own_lock(workers: int, updates: int) -> list[int]:
@@ -421,7 +422,7 @@ WRONG_CHOICES = [choose_by_mean, choose_ignoring_memory, choose_without_margin,
                  choose_by_unpaired_medians]
 #: Wrong choices whose mistake only plain data shows: no ``!=`` on what they return can tell
 #: (so no named case catches them), only its plain value.
-LYING_CHOICES = [choose_any_design]
+LYING_CHOICES = lying(choose_any_design)
 
 
 def choose_with_numpy(threads: Any, processes_: Any, memory_budget_mb: float) -> str:

@@ -17,6 +17,8 @@ import threading
 import time
 from typing import Any
 
+from liars import lying
+
 from autograder.checks.stress_tests import batch
 from autograder.harness import explore
 
@@ -514,7 +516,7 @@ def always_raises_unprintable(make_ledger: Any) -> None:
     raise _Unprintable()
 
 
-WRONG_STRESS += [single_thread_lying_verdict, always_raises_unprintable]
+WRONG_STRESS += [*lying(single_thread_lying_verdict), always_raises_unprintable]
 
 
 class _Quick(float):
@@ -584,8 +586,8 @@ def measure_forgets_threads_lying(serve: Any, threads: int, calls: int) -> dict[
     return _Report(measure_forgets_threads(serve, threads, calls))
 
 
-LYING_MEASURES = [measure_one_after_another_lying, measure_average_latency_lying,
-                  measure_cpu_time_lying, measure_forgets_threads_lying]
+LYING_MEASURES = lying(measure_one_after_another_lying, measure_average_latency_lying,
+                       measure_cpu_time_lying, measure_forgets_threads_lying)
 WRONG_MEASURES += LYING_MEASURES
 
 
@@ -632,5 +634,5 @@ def explore_no_reader_result_subclass(make_ledger: Any) -> Any:
     return Mine("pass")
 
 
-LYING_EXPLORES = [explore_no_reader_fake_result, explore_no_reader_result_subclass]
+LYING_EXPLORES = lying(explore_no_reader_fake_result, explore_no_reader_result_subclass)
 WRONG_EXPLORES += LYING_EXPLORES

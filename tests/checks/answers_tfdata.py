@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import tensorflow as tf
+from liars import lying
 
 from autograder.checks import tfdata
 
@@ -333,7 +334,7 @@ def fake_tensor_loader(read, n):
     return _Iterable(lambda: iter([_FakeTensor() for _ in range(n)]))
 
 
-WRONG_LOADERS += [lying_array_loader, fake_tensor_loader]
+WRONG_LOADERS += lying(lying_array_loader, fake_tensor_loader)
 
 
 def lying_images_augment(images, seed):
@@ -341,7 +342,7 @@ def lying_images_augment(images, seed):
     return [np.asarray(image).view(_LyingArray) for image in images]
 
 
-WRONG_AUGMENTS += [lying_images_augment]
+WRONG_AUGMENTS += lying(lying_images_augment)
 
 
 def lying_loop_pipeline(read, transform, n):
@@ -353,4 +354,4 @@ def lying_loop_pipeline(read, transform, n):
     return Pipeline()
 
 
-WRONG_PIPELINES += [lying_loop_pipeline]
+WRONG_PIPELINES += lying(lying_loop_pipeline)

@@ -18,6 +18,8 @@ import time
 from collections import defaultdict
 from typing import Any
 
+from liars import lying
+
 # --------------------------------------------------------------------------- log_access
 
 
@@ -586,10 +588,10 @@ def publish_lying_op(best, lock, name, score, access, save):
         save(name)
 
 
-LYING_LOG_ACCESS = [log_access_lying_return, log_access_lying_end, log_access_lying_thread]
-LYING_WHO_OVERWROTE = [who_overwrote_sorts_log_lying, who_overwrote_repeats_hidden]
-LYING_FIND_CONFLICTS = [find_conflicts_marks_log_lying, find_conflicts_repeats_hidden]
-LYING_PUBLISH = [publish_unlocked_lying_record, publish_lying_lock_name, publish_lying_op]
+LYING_LOG_ACCESS = lying(log_access_lying_return, log_access_lying_end, log_access_lying_thread)
+LYING_WHO_OVERWROTE = lying(who_overwrote_sorts_log_lying, who_overwrote_repeats_hidden)
+LYING_FIND_CONFLICTS = lying(find_conflicts_marks_log_lying, find_conflicts_repeats_hidden)
+LYING_PUBLISH = lying(publish_unlocked_lying_record, publish_lying_lock_name, publish_lying_op)
 WRONG_LOG_ACCESS += LYING_LOG_ACCESS
 WRONG_WHO_OVERWROTE += LYING_WHO_OVERWROTE
 WRONG_FIND_CONFLICTS += LYING_FIND_CONFLICTS

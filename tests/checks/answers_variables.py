@@ -20,6 +20,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 from grading_runs import demo_answer
+from liars import EqualsEverything, EqualsEverythingFloat, EqualsEverythingStr, lying
 from tensorflow.python.ops.resource_variable_ops import ResourceVariable
 
 from autograder.checks import variables
@@ -668,60 +669,6 @@ CORRECT_CHOICES = [choose_with_pool_and_flag, choose_with_locked_totals]
 # Answers whose values lie: about their type, about their count, about what they equal.
 
 
-class EqualsEverything(int):
-    """An int that says it equals (and is no less or greater than) any value."""
-
-    def __eq__(self, other: object) -> bool:
-        return True
-
-    def __ne__(self, other: object) -> bool:
-        return False
-
-    def __lt__(self, other: object) -> bool:
-        return False
-
-    __gt__ = __lt__
-
-    def __le__(self, other: object) -> bool:
-        return True
-
-    __ge__ = __le__
-
-    def __hash__(self) -> int:
-        return 0
-
-
-class EqualsEverythingFloat(float):
-    """A float that says it equals any value and lies within any range."""
-
-    def __eq__(self, other: object) -> bool:
-        return True
-
-    def __ne__(self, other: object) -> bool:
-        return False
-
-    def __le__(self, other: object) -> bool:
-        return True
-
-    __ge__ = __lt__ = __gt__ = __le__
-
-    def __hash__(self) -> int:
-        return 0
-
-
-class EqualsEverythingStr(str):
-    """A string that says it equals any value."""
-
-    def __eq__(self, other: object) -> bool:
-        return True
-
-    def __ne__(self, other: object) -> bool:
-        return False
-
-    def __hash__(self) -> int:
-        return 0
-
-
 class _PretendVariable:
     """Claims to be a ``tf.Variable`` (its ``__class__`` says so); counts in Python."""
 
@@ -872,8 +819,8 @@ def choose_with_lying_pair(candidates: Any, make_model: Any, *, readers: int, up
     return pair
 
 
-WRONG_COUNTERS += [PretendVariableCounter, ReportedCountCounter, TicketObjectCounter,
-                   EqualsEverythingCounter]
-WRONG_PUBLISHERS += [ObjectOutputsPublisher, FloatSubclassOutputsPublisher]
-WRONG_CHOICES += [choose_ignoring_torn_lying_name, choose_with_lying_table,
-                  choose_with_lying_pair]
+WRONG_COUNTERS += lying(PretendVariableCounter, ReportedCountCounter, TicketObjectCounter,
+                        EqualsEverythingCounter)
+WRONG_PUBLISHERS += lying(ObjectOutputsPublisher, FloatSubclassOutputsPublisher)
+WRONG_CHOICES += lying(choose_ignoring_torn_lying_name, choose_with_lying_table,
+                       choose_with_lying_pair)

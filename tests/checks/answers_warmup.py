@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 import numpy as np
+from liars import lying
 
 # --------------------------------------------------------------------------- warm_up
 
@@ -521,6 +522,6 @@ class StandInLazyModel:
             return self.model
 
 
-WRONG_WARM_UPS.append(warm_then_serve_lies)
-WRONG_PREDICTORS.append(LyingPredictor)
-WRONG_LAZY_MODELS.append(StandInLazyModel)
+WRONG_WARM_UPS += lying(warm_then_serve_lies)
+WRONG_PREDICTORS += lying(LyingPredictor)
+WRONG_LAZY_MODELS += lying(StandInLazyModel)

@@ -30,6 +30,16 @@ REPO = Path(__file__).resolve().parents[2]
 
 RUNS = 20
 CORRECT_RUNS = int(os.environ.get("RACELAB_CORRECT_RUNS", "10"))
+#: Grading runs of a lying answer (see ``liars.py``; marked by :func:`liars.lying`): what
+#: catches its lie is the plain-data reading, which does the same on every run, and the honest
+#: mistake it hides is among the wrong answers that run :data:`RUNS` times. Like the slow
+#: answers beyond the required sets, these run fewer times to keep the suite in its budget.
+LIAR_RUNS = 3
+
+
+def runs_for(answer: Any) -> int:
+    """How many grading runs a wrong answer gets: :data:`LIAR_RUNS` for a lying one."""
+    return LIAR_RUNS if getattr(answer, "lies", False) else RUNS
 
 
 def solution_namespace(lesson_name: str, namespace: dict[str, Any]) -> dict[str, Any]:
@@ -104,14 +114,17 @@ def cases(exercises: dict[str, Exercise], kind: str,
     return params
 
 
-def fails_every_run(check: Callable[[Any], None], exercise: str, answer: Any, runs: int = RUNS,
-                    *, terms: Sequence[str] = ("expected",)) -> list[str]:
-    """Run ``check(answer)`` ``runs`` times; each must fail in the exercise's own terms.
+def fails_every_run(check: Callable[[Any], None], exercise: str, answer: Any,
+                    runs: int | None = None, *, terms: Sequence[str] = ("expected",)
+                    ) -> list[str]:
+    """Run ``check(answer)`` ``runs`` times (default :func:`runs_for`); each must fail in the
+    exercise's own terms.
 
     Returns:
         The failure messages, one per run.
     """
     messages = []
+    runs = runs_for(answer) if runs is None else runs
     for run in range(runs):
         with pytest.raises(AssertionError) as failure:
             check(answer)

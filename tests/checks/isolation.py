@@ -26,7 +26,7 @@ spec = json.loads(sys.argv[1])
 answers = importlib.import_module(spec["answers"])
 checks = importlib.import_module(spec["checks"])
 for number, (check, answer) in enumerate(spec["tasks"]):
-    for run in range(spec["runs"]):
+    for run in range(spec["runs"][number]):
         if [number, run] < spec["start"]:
             continue
         try:
@@ -38,21 +38,22 @@ for number, (check, answer) in enumerate(spec["tasks"]):
 """
 
 
-def run_isolated(checks: str, answers: str, tasks: list[tuple[str, str]], runs: int, *,
-                 timeout_s: float = 1800.0) -> list[list[str]]:
+def run_isolated(checks: str, answers: str, tasks: list[tuple[str, str]],
+                 runs: int | list[int], *, timeout_s: float = 1800.0) -> list[list[str]]:
     """Run ``checks.<check>(answers.<answer>)`` ``runs`` times per task, in child processes.
 
     Args:
         checks: The module holding the checks (``"autograder.checks.capstone"``).
         answers: The answers module, importable from this directory.
         tasks: ``(check name, answer name)`` pairs.
-        runs: Grading runs per task.
+        runs: Grading runs per task (one number for all, or one per task).
 
     Returns:
         Per task, in order, one verdict per run: ``"pass"``, ``"fail: <message>"`` or
         ``"crashed (signal N)"``.
     """
     verdicts: list[list[str]] = [[] for _ in tasks]
+    runs = [runs] * len(tasks) if isinstance(runs, int) else list(runs)
     start: list[int] | None = [0, 0]
     while start is not None:
         spec = json.dumps({"checks": checks, "answers": answers, "tasks": tasks, "runs": runs,
@@ -63,13 +64,13 @@ def run_isolated(checks: str, answers: str, tasks: list[tuple[str, str]], runs: 
             if line.startswith("["):
                 number, _, verdict = json.loads(line)
                 verdicts[number].append(verdict)
-        pending = [[n, len(v)] for n, v in enumerate(verdicts) if len(v) < runs]
+        pending = [[n, len(v)] for n, v in enumerate(verdicts) if len(v) < runs[n]]
         if not pending:
             start = None
         elif child.returncode < 0:  # killed by a signal: that grading run crashed
             number, _ = pending[0]
             verdicts[number].append(f"crashed (signal {-child.returncode})")
-            more = [[n, len(v)] for n, v in enumerate(verdicts) if len(v) < runs]
+            more = [[n, len(v)] for n, v in enumerate(verdicts) if len(v) < runs[n]]
             start = more[0] if more else None
         else:
             raise RuntimeError(f"the isolated grading runs stopped (exit {child.returncode}):\n"
@@ -80,8 +81,8 @@ def run_isolated(checks: str, answers: str, tasks: list[tuple[str, str]], runs: 
 class IsolatedRuns:
     """:func:`run_isolated` on a background thread; ``verdicts()`` waits for the result."""
 
-    def __init__(self, checks: str, answers: str, tasks: list[tuple[str, str]], runs: int
-                 ) -> None:
+    def __init__(self, checks: str, answers: str, tasks: list[tuple[str, str]],
+                 runs: int | list[int]) -> None:
         self._result: list[list[str]] | None = None
         self._error: BaseException | None = None
 

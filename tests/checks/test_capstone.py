@@ -37,7 +37,7 @@ from typing import Any
 
 import answers_capstone as answers
 import pytest
-from grading_runs import CORRECT_RUNS, RUNS
+from grading_runs import CORRECT_RUNS, runs_for
 from isolation import IsolatedRuns
 
 from autograder.checks import capstone
@@ -59,7 +59,8 @@ def _start_isolated() -> None:
     if not _RUNNING:
         for group in _GROUPS:
             _RUNNING.append(IsolatedRuns("autograder.checks.capstone", "answers_capstone",
-                                         [(c, a.__name__) for c, a in group], RUNS))
+                                         [(c, a.__name__) for c, a in group],
+                                         [runs_for(a) for _, a in group]))
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -110,9 +111,9 @@ def test_correct_service_passes_every_part_in_every_grading_run(answer, check):
 def test_wrong_service_fails_the_part_it_breaks_in_every_grading_run(check, answer,
                                                                       wrong_verdicts):
     runs = wrong_verdicts[(check, answer.__name__)]
-    assert len(runs) == RUNS
+    assert len(runs) == runs_for(answer)
     passed = [number + 1 for number, verdict in enumerate(runs) if verdict == "pass"]
-    assert not passed, f"grading runs {passed} of {RUNS} passed {answer.__name__}"
+    assert not passed, f"grading runs {passed} of {len(runs)} passed {answer.__name__}"
     part = PARTS[check][0]
     for verdict in runs:
         if verdict.startswith("fail"):

@@ -38,7 +38,7 @@ from typing import Any
 
 import answers_warmup as answers
 import pytest
-from grading_runs import RUNS, passes_every_run
+from grading_runs import passes_every_run, runs_for
 from isolation import run_isolated
 
 from autograder.checks import warmup
@@ -48,15 +48,16 @@ WRONG = {
     "check_shared_predictor": "WRONG_PREDICTORS",
     "check_lazy_model": "WRONG_LAZY_MODELS",
 }
-TASKS = [(check, answer.__name__) for check, group in WRONG.items()
-         for answer in getattr(answers, group)]
+ANSWERS = [(check, answer) for check, group in WRONG.items() for answer in getattr(answers, group)]
+TASKS = [(check, answer.__name__) for check, answer in ANSWERS]
 
 
 @pytest.fixture(scope="module")
 def wrong_verdicts() -> dict[tuple[str, str], list[str]]:
     """Each wrong answer's 20 grading-run verdicts, by (check, answer name), run in child
     processes: a TensorFlow crash there counts as a failed grading run, never retried."""
-    verdicts = run_isolated("autograder.checks.warmup", "answers_warmup", TASKS, RUNS)
+    verdicts = run_isolated("autograder.checks.warmup", "answers_warmup", TASKS,
+                            [runs_for(answer) for _, answer in ANSWERS])
     return {task: runs for task, runs in zip(TASKS, verdicts, strict=True)}
 
 
@@ -73,9 +74,9 @@ def _name(answer: Callable[..., Any]) -> str:
 
 def _fails_every_run(verdicts: dict, check: Callable[[Any], None], answer: Any) -> None:
     runs = verdicts[(check.__name__, answer.__name__)]
-    assert len(runs) == RUNS
+    assert len(runs) == runs_for(answer)
     passed = [number + 1 for number, verdict in enumerate(runs) if verdict == "pass"]
-    assert not passed, f"grading runs {passed} of {RUNS} passed {answer.__name__}"
+    assert not passed, f"grading runs {passed} of {len(runs)} passed {answer.__name__}"
 
 
 def _passes_every_run(check: Callable[[Any], None], answer: Any) -> None:

@@ -276,3 +276,9 @@ def test_demo_layout_fills_answers_and_submits_unfilled_when_absent(graded, tmp_
     assert (cells("cheat")["ex_tiny_add"], cells("cheat")["test_tiny_add"]) == (GOOD, "pass")
     assert cells("quitter")["ex_tiny_add"] == GOOD and "test_tiny_add" not in cells("quitter")
     assert not (tmp_path / "submitted/elsewhere/99_tiny").exists()
+
+
+def test_feedback_summary_names_each_test_by_its_exercise_title(graded):
+    html = (graded["out"] / "feedback/good/99_tiny/99_tiny.html").read_text(encoding="utf-8")
+    assert '">Test cell</a>' not in html
+    assert '<a href="#test_tiny_add">Tiny lesson</a>' in html
