@@ -1175,9 +1175,12 @@ class Speedup:
 
     @property
     def ratio(self) -> float:
+        """The median of the rounds' paired ratios (each answer run against the lock run just
+        before it): load on a shared machine that slows one round slows both of its runs."""
         if not self.lock_rates:
             return float("nan")
-        return float(np.median(self.answer_rates) / np.median(self.lock_rates))
+        return float(np.median([answer / lock for answer, lock
+                                in zip(self.answer_rates, self.lock_rates, strict=True)]))
 
 
 def measure_speedup(service_class: Callable[..., Any], *, rounds: int = THROUGHPUT_ROUNDS,
@@ -1188,7 +1191,7 @@ def measure_speedup(service_class: Callable[..., Any], *, rounds: int = THROUGHP
     First one answer run on :func:`serving_model` counts the extra Keras weight bytes (and
     when they exceed ``stop_if_copies`` copies of the model, nothing more is measured). Then
     both serve :func:`busy_model`: one unmeasured run of each (the first run of a code path
-    pays for tracing), then the rounds; the ratio is of the medians.
+    pays for tracing), then the rounds; the ratio is the median of the rounds' paired ratios.
     """
     def rate(service: Callable[..., Any], rows: int) -> float:
         return benchmark(service, clients, requests=rows, seed=seed,
