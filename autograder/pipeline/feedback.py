@@ -153,7 +153,8 @@ def with_exercise_titles(html: str, titles: dict[str, str]) -> str:
     return html
 
 
-def write_feedback(course: Path, job: Job, result: JobResult, workdir: Path) -> None:
+def write_feedback(course: Path, job: Job, result: JobResult, workdir: Path,
+                   release: nbformat.NotebookNode) -> None:
     """Record the scores in the job's gradebook copy and render nbgrader's feedback HTML from
     the executed notebook (see :func:`write_executed`) into ``workdir/feedback.html``."""
     from nbgrader.api import Gradebook
@@ -173,7 +174,7 @@ def write_feedback(course: Path, job: Job, result: JobResult, workdir: Path) -> 
         outcome = api.generate_feedback(job.assignment, job.student, force=True)
     html = course / "feedback" / job.student / job.assignment / f"{result.notebook}.html"
     if outcome["success"] and html.exists():
-        titles = exercise_titles(nbformat.read(job.release, as_version=4))
+        titles = exercise_titles(release)
         page = with_exercise_titles(readable_offline(html.read_text(encoding="utf-8")), titles)
         (workdir / "feedback.html").write_text(page, encoding="utf-8")
     else:

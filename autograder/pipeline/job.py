@@ -128,7 +128,7 @@ def _grade(job: Job, submitted: nbformat.NotebookNode, release: nbformat.Noteboo
     executed = executed_notebook(submitted, release, plan, run)
     write_executed(executed, executed_path(job, result.notebook), result.notes)
     if job.feedback:
-        write_feedback(course, job, result, workdir)
+        write_feedback(course, job, result, workdir, release)
 
 
 def executed_path(job: Job, notebook: str) -> Path:

@@ -16,7 +16,7 @@ import threading
 
 import numpy as np
 from grading_runs import demo_answer
-from liars import lying
+from liars import EqualsEverything, lying
 
 from autograder.checks import capstone
 
@@ -364,22 +364,6 @@ class _ReadLater:
         return np.asarray(self._compute(self._x), dtype=dtype)
 
 
-class _AnyCount(int):
-    """A count equal to, and both above and below, every number."""
-
-    def __eq__(self, other):
-        return True
-
-    def __ne__(self, other):
-        return False
-
-    def __lt__(self, other):
-        return True
-
-    __le__ = __gt__ = __ge__ = __lt__
-    __hash__ = int.__hash__
-
-
 class RetryWhenReadColdService(LockFreeColdService):
     """No warmup; a request that fails on the cold model answers a row computed when read."""
 
@@ -412,7 +396,8 @@ class UncountedStatsService(ConditionBatchService):
     """Counts nothing: stats() answers counts equal to whatever they are compared with."""
 
     def stats(self):
-        return {"requests": _AnyCount(0), "batches": _AnyCount(0), "errors": _AnyCount(0)}
+        return {"requests": EqualsEverything(0), "batches": EqualsEverything(0),
+                "errors": EqualsEverything(0)}
 
 
 class ComputeWhenReadService(capstone.GlobalLockService):
