@@ -595,8 +595,9 @@ variables.check_step_counter(StepCounter)
 #   the latest published weights before predicting.
 #
 # Pick one. Mind the Python around the Keras calls too: two attributes a reader must see
-# together, or a model served before its weights are set, are races of their own (`explore`
-# looks for those).
+# together, a model served before its weights are set, or a handshake of flags and counters
+# with no lock are races of their own (`explore` looks for those, trying every interleaving
+# with up to two thread switches).
 
 # %% nbgrader={"grade": false, "grade_id": "ex_variables_publisher", "locked": false, "schema_version": 3, "solution": true, "task": false}
 class WeightPublisher:

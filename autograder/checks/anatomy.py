@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from autograder.checks.plain import plain
-from autograder.checks.report import require_ok
+from autograder.checks.report import call_text, require_ok
 from autograder.harness import Result, explore, replay
 
 SEED = 0
@@ -345,7 +345,8 @@ def check_counter(counter_class: Callable[[], Any], **kwargs: Any) -> None:
     """Grade a counter class (exercise 2); raise AssertionError with the student's message."""
     _require_visible()
     counter_on_one_thread(counter_class)
-    require_ok(run_counter(counter_class, **kwargs), exercise="SafeCounter")
+    require_ok(run_counter(counter_class, **kwargs), exercise="SafeCounter",
+               again=call_text("anatomy.run_counter", "SafeCounter", **kwargs))
 
 
 # --------------------------------------------------------------------------- exercise 3
@@ -454,7 +455,8 @@ def check_cache(cache_class: Callable[[Callable[[str], Any]], Any], **kwargs: An
     """Grade a cache class (exercise 3); raise AssertionError with the student's message."""
     _require_visible()
     cache_on_one_thread(cache_class)
-    require_ok(run_cache(cache_class, **kwargs), exercise="OnceCache")
+    require_ok(run_cache(cache_class, **kwargs), exercise="OnceCache",
+               again=call_text("anatomy.run_cache", "OnceCache", **kwargs))
 
 
 # --------------------------------------------------------------------------- fail closed

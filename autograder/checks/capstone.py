@@ -54,7 +54,7 @@ import numpy as np
 from autograder.checks import variables, warmup
 from autograder.checks.child import Crashed, run_in_children
 from autograder.checks.plain import plain, plain_array
-from autograder.checks.report import require_ok
+from autograder.checks.report import call_text, require_ok
 from autograder.harness import Result, stress
 
 SEED = 707
@@ -574,14 +574,13 @@ def _smoke(service_class: Callable[..., Any], exercise: str) -> None:
             f"expected the model's output row for x, {np.round(expected[1], 4).tolist()}")
 
 
-def _require(result: Result, exercise: str, errors: Sequence[str] = ()) -> None:
-    try:
-        require_ok(result, exercise=exercise, show_figure=result.schedules_run > 0)
-    except AssertionError as failure:
-        if not errors:
-            raise
-        listed = "\n".join(f"  {error}" for error in sorted(set(errors))[:5])
-        raise AssertionError(f"{failure}\nWhat the clients raised:\n{listed}") from None
+def _require(result: Result, exercise: str, again: str, errors: Sequence[str] = ()) -> None:
+    """Pass, or fail with the harness's explanation, the errors the clients raised and the
+    call that gives the verdict again (``again``, see :func:`require_ok`)."""
+    listed = "\n".join(f"  {error}" for error in sorted(set(errors))[:5])
+    require_ok(result, exercise=exercise, show_figure=result.schedules_run > 0,
+               again=again if result.schedules_run else None,
+               details=f"What the clients raised:\n{listed}" if listed else None)
 
 
 # --------------------------------------------------------------------------- part 1: cold start
@@ -726,7 +725,9 @@ def check_cold_start(service_class: Callable[..., Any], **kwargs: Any) -> None:
     _smoke(service_class, "InferenceService")
     seen: list[ColdTrial] = []
     result = run_cold_start(service_class, record=seen, **kwargs)
-    _require(result, "InferenceService, cold start", seen[-1].errors if seen else ())
+    _require(result, "InferenceService, cold start",
+             call_text("capstone.run_cold_start", "InferenceService", **kwargs),
+             seen[-1].errors if seen else ())
 
 
 # --------------------------------------------------------------------------- part 2: updates
@@ -855,7 +856,8 @@ def run_weight_updates(service_class: Callable[..., Any], *, trials: int = UPDAT
 def check_weight_updates(service_class: Callable[..., Any], **kwargs: Any) -> None:
     """Grade part 2: weights updated while serving (see :func:`run_weight_updates`)."""
     _smoke(service_class, "InferenceService")
-    _require(run_weight_updates(service_class, **kwargs), "InferenceService, weight updates")
+    _require(run_weight_updates(service_class, **kwargs), "InferenceService, weight updates",
+             call_text("capstone.run_weight_updates", "InferenceService", **kwargs))
 
 
 # --------------------------------------------------------------------------- part 3: accounting

@@ -54,7 +54,8 @@ class Crashed:
 
 
 def run_in_children(function: Callable[..., Any], calls: Sequence[tuple[Any, ...]], *,
-                    trial_timeout_s: float, startup_s: float = STARTUP_S) -> list[Any]:
+                    trial_timeout_s: float, startup_s: float = STARTUP_S,
+                    path: Sequence[str] = ()) -> list[Any]:
     """Call ``function(*args)`` for each ``args`` in ``calls``, in child processes.
 
     Args:
@@ -63,6 +64,8 @@ def run_in_children(function: Callable[..., Any], calls: Sequence[tuple[Any, ...
         trial_timeout_s: Seconds one trial may take; a trial still running after that is
             stopped and recorded as ``Crashed("hung ...")``.
         startup_s: Seconds a child may take to start before its first trial.
+        path: Folders the child imports from first (where ``function``'s module is, when
+            it is not on the child's ``sys.path`` otherwise).
 
     Returns:
         One outcome per call, in order: what ``function`` returned, or a :class:`Crashed`.
@@ -79,7 +82,8 @@ def run_in_children(function: Callable[..., Any], calls: Sequence[tuple[Any, ...
     outcomes: list[Any] = []
     while len(outcomes) < len(calls):
         pending = list(calls[len(outcomes):])
-        returned, how = _run_child(function, pending, startup_s + trial_timeout_s * len(pending))
+        returned, how = _run_child(function, pending, startup_s + trial_timeout_s * len(pending),
+                                   path)
         outcomes += returned
         if len(returned) < len(pending):
             outcomes.append(Crashed(how))
@@ -100,10 +104,12 @@ def _require_importable(function: Any) -> None:
 
 
 def _run_child(function: Callable[..., Any], calls: list[tuple[Any, ...]],
-               timeout: float) -> tuple[list[Any], str]:
+               timeout: float, path: Sequence[str] = ()) -> tuple[list[Any], str]:
     """One child for ``calls``: what it returned, and how it ended when it stopped early."""
     payload = base64.b64encode(pickle.dumps((function, calls)))
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONWARNINGS": "ignore"}
+    if path:
+        env["PYTHONPATH"] = os.pathsep.join([*path, *filter(None, [env.get("PYTHONPATH")])])
     try:
         child = subprocess.run([sys.executable, "-c", _CHILD], input=payload,
                                capture_output=True, env=env, timeout=timeout)

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from autograder.checks.plain import plain
-from autograder.checks.report import require_ok
+from autograder.checks.report import call_text, require_ok
 from autograder.harness import Result, explore
 from autograder.harness.primitives import OwnedLock
 
@@ -312,16 +312,12 @@ def plot_throughput(rows: Sequence[Throughput], title: str) -> Any:
     return figure
 
 
-def _require(result: Result, *, exercise: str, run: str, hints: Mapping[str, str]) -> None:
-    """:func:`require_ok`, plus a hint in the exercise's terms and how to see the run again."""
-    try:
-        require_ok(result, exercise=exercise)
-    except AssertionError as failure:
-        hint = hints.get(result.verdict)
-        extra = f"\nWhat this means for {exercise}: {hint}" if hint else ""
-        again = (f"\nThe grader's run is deterministic: `result = mutex.{run}({exercise})` "
-                 "in a cell gives this verdict again, and `result.figure()` draws it.")
-        raise AssertionError(f"{failure}{extra}{again}") from None
+def _require(result: Result, *, exercise: str, run: str, hints: Mapping[str, str],
+             options: Mapping[str, Any]) -> None:
+    """:func:`require_ok`, with a hint in the exercise's terms and how to see the run again
+    (``mutex.<run>(<exercise>, **options)``)."""
+    require_ok(result, exercise=exercise, hint=hints.get(result.verdict),
+               again=call_text(f"mutex.{run}", exercise, **options))
 
 
 def _explore(setup: Callable[[], Any], workers: Sequence[Callable[[Any], Any]],
@@ -471,7 +467,7 @@ def check_metrics(metrics_class: Callable[[], Any], **kwargs: Any) -> None:
             f"expected {_describe(want)}")
     deadlock = "record() or snapshot() waits for a lock that is never released."
     _require(run_metrics(metrics_class, **kwargs), exercise="ServerMetrics", run="run_metrics",
-             hints={"deadlock": deadlock})
+             hints={"deadlock": deadlock}, options=kwargs)
 
 
 # --------------------------------------------------------------------------- exercise 2
@@ -576,7 +572,7 @@ def check_cache(cache_class: Callable[[Callable[[str], Any]], Any], **kwargs: An
     deadlock = ("get() waits for a lock that is never released, or for a lock its own "
                 "thread already holds.")
     _require(run_cache(cache_class, **kwargs), exercise="PredictionCache", run="run_cache",
-             hints={"deadlock": deadlock})
+             hints={"deadlock": deadlock}, options=kwargs)
 
 
 # --------------------------------------------------------------------------- exercise 3
@@ -729,7 +725,7 @@ def check_move_slots(move_slots: Callable[[Any, Any, int], Any], **kwargs: Any) 
                 "for the other's. Take the two locks in one fixed order whatever the "
                 "direction (or never hold both at once).")
     _require(run_move_slots(move_slots, **kwargs), exercise="move_slots", run="run_move_slots",
-             hints={"deadlock": deadlock})
+             hints={"deadlock": deadlock}, options=kwargs)
 
 
 # --------------------------------------------------------------------------- exercise 4
@@ -856,4 +852,4 @@ def check_model_slot(slot_class: Callable[[Any, int], Any], **kwargs: Any) -> No
                 "calling predict() under the lock needs an RLock, or a call that does "
                 "not lock).")
     _require(run_model_slot(slot_class, **kwargs), exercise="ModelSlot", run="run_model_slot",
-             hints={"deadlock": deadlock})
+             hints={"deadlock": deadlock}, options=kwargs)

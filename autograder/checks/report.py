@@ -10,7 +10,14 @@ FIGURE_SINK: Callable[[bytes], None] | None = None
 """Where figures go outside IPython: the grading runner sets it to collect PNG bytes."""
 
 
-def require_ok(result: Any, *, exercise: str, show_figure: bool = True) -> None:
+#: Where the harness's own "how to run it again" advice starts in a result's message; it
+#: names the grader's internal ``setup``, ``workers`` and ``check``, which a student cannot run.
+_HARNESS_REPLAY = ("Replay exactly this interleaving", "Run `stress(")
+
+
+def require_ok(result: Any, *, exercise: str, show_figure: bool = True,
+               again: str | None = None, hint: str | None = None,
+               details: str | None = None) -> None:
     """Pass silently when ``result.ok``; otherwise show the interleaving and fail.
 
     Args:
@@ -18,6 +25,14 @@ def require_ok(result: Any, *, exercise: str, show_figure: bool = True) -> None:
         exercise: The exercise's name as the student knows it, put first in the message.
         show_figure: Display ``result.figure()`` in the notebook (feedback keeps it) before
             failing. Ignored outside IPython.
+        again: The call that produced ``result``, as the student can run it in the lesson's
+            notebook (``"anatomy.run_counter(SafeCounter)"``): it replaces the harness's own
+            replay advice, which names the grader's internals. The checks' runs are seeded:
+            an ``explore`` verdict comes back exactly, a ``stress`` one as the same failure
+            (real threads, perhaps in another trial).
+        hint: What the verdict means in the exercise's terms, added to the message.
+        details: More lines about the failing run (what the threads raised), added last
+            before the replay lines.
 
     Raises:
         AssertionError: With the exercise name and ``result.message`` when the result is not ok.
@@ -26,7 +41,32 @@ def require_ok(result: Any, *, exercise: str, show_figure: bool = True) -> None:
         return
     if show_figure:
         _display_figure(result)
-    raise AssertionError(f"{exercise}: {result.message}")
+    message = result.message
+    if again is not None:
+        message = _without_harness_replay(message)
+    if hint:
+        message += f"\nWhat this means for {exercise}: {hint}"
+    if details:
+        message += f"\n{details}"
+    if again is not None:
+        message += (f"\nRun it again in a cell of your notebook (the grader's runs are seeded, "
+                    f"so it fails the same way):\n    result = {again}\n    print(result)\n"
+                    f"    result.figure()")
+    raise AssertionError(f"{exercise}: {message}")
+
+
+def _without_harness_replay(message: str) -> str:
+    for marker in _HARNESS_REPLAY:
+        cut = message.find(marker)
+        if cut >= 0:
+            message = message[:cut].rstrip()
+    return message
+
+
+def call_text(function: str, *args: str, **kwargs: Any) -> str:
+    """How a call reads in a notebook: ``call_text("mutex.run_cache", "PredictionCache",
+    schedules=60)`` is ``"mutex.run_cache(PredictionCache, schedules=60)"``."""
+    return f"{function}({', '.join([*args, *(f'{k}={v!r}' for k, v in kwargs.items())])})"
 
 
 def _display_figure(result: Any) -> None:

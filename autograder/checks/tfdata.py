@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from autograder.checks.plain import exception_line, plain_array
-from autograder.checks.report import require_ok
+from autograder.checks.report import call_text, require_ok
 from autograder.harness import Result, stress
 
 SEED = 4
@@ -269,7 +269,8 @@ def _reused_buffer_once(batches: int, batch_size: int, read_s: float, step_s: fl
 
 def check_loader(make_dataset: Callable[[Callable[[int], np.ndarray], int], Any]) -> None:
     """Grade exercise 1 (``make_dataset``); AssertionError with the student's message."""
-    require_ok(run_loader(make_dataset), exercise="make_dataset")
+    require_ok(run_loader(make_dataset), exercise="make_dataset",
+               again=call_text("tfdata.run_loader", "make_dataset"))
 
 
 def run_loader(make_dataset: Callable[[Callable[[int], np.ndarray], int], Any], *,
@@ -367,7 +368,8 @@ def _collect(dataset: Any) -> np.ndarray:
 
 def check_augment(augment: Callable[[Any, int], Any]) -> None:
     """Grade exercise 2 (``augment``); AssertionError with the student's message."""
-    require_ok(run_augment(augment), exercise="augment")
+    require_ok(run_augment(augment), exercise="augment",
+               again=call_text("tfdata.run_augment", "augment"))
 
 
 def run_augment(augment: Callable[[Any, int], Any], *, trials: int = STRESS_TRIALS) -> Result:

@@ -41,7 +41,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from autograder.checks.plain import NotPlainData, plain
-from autograder.checks.report import require_ok
+from autograder.checks.report import call_text, require_ok
 from autograder.harness import stress
 
 SEED = 6
@@ -333,7 +333,8 @@ def check_log_access(log_access: Callable[..., Any]) -> None:
     """Graded: every record names its thread, brackets the call, survives an exception."""
     _smoke_log_access(log_access)
     result = run_log_access(log_access)
-    require_ok(result, exercise="log_access")
+    require_ok(result, exercise="log_access",
+               again=call_text("tracing.run_log_access", "log_access"))
 
 
 def _smoke_log_access(log_access: Callable[..., Any]) -> None:
@@ -578,4 +579,5 @@ def run_publish_locked(publish_locked: Callable[..., Any], *, seed: int = SEED,
 def check_publish_locked(publish_locked: Callable[..., Any], **kwargs: Any) -> None:
     """Graded with the controlled scheduler: the best score survives, the log proves it."""
     result = run_publish_locked(publish_locked, **kwargs)
-    require_ok(result, exercise="publish_locked")
+    require_ok(result, exercise="publish_locked",
+               again=call_text("tracing.run_publish_locked", "publish_locked", **kwargs))

@@ -34,7 +34,7 @@ import tensorflow as tf
 
 from autograder.checks.child import Crashed, run_in_children
 from autograder.checks.plain import NotPlainData, plain_array
-from autograder.checks.report import require_ok
+from autograder.checks.report import call_text, require_ok
 from autograder.harness import Result, explore, stress
 
 #: Dense(16, relu) -> Dense(4): two kernels and two biases.
@@ -378,18 +378,15 @@ def _answer_failed(what: str, exc: BaseException) -> Result:
                                    "before any threads were started.")
 
 
-def _require(result: Result, exercise: str, seen: list[Trial]) -> None:
+def _require(result: Result, exercise: str, seen: list[Trial], again: str) -> None:
     """Pass, or fail with the harness's explanation plus the errors the last trial's threads
-    raised, each on one informative line (Keras and TF put theirs deep in long messages)."""
-    try:
-        require_ok(result, exercise=exercise, show_figure=result.schedules_run > 0)
-    except AssertionError as failure:
-        errors = Counter(seen[-1].errors) if seen and result.schedules_run else Counter()
-        if not errors:
-            raise
-        listed = "\n".join(f"  {n} x {error}" for error, n in errors.most_common(5))
-        raise AssertionError(f"{failure}\nWhat the threads raised in that trial:\n{listed}"
-                             ) from None
+    raised, each on one informative line (Keras and TF put theirs deep in long messages);
+    ``again`` is the call that gives the verdict again (see :func:`require_ok`)."""
+    errors = Counter(seen[-1].errors) if seen and result.schedules_run else Counter()
+    listed = "\n".join(f"  {n} x {error}" for error, n in errors.most_common(5))
+    require_ok(result, exercise=exercise, show_figure=result.schedules_run > 0,
+               again=again if result.schedules_run else None,
+               details=f"What the threads raised in that trial:\n{listed}" if listed else None)
 
 
 # --------------------------------------------------------------------------- demonstrations
@@ -685,7 +682,8 @@ def check_entry_point(warm_up: Callable[[Any, np.ndarray], Any], **kwargs: Any) 
         AssertionError: With the student-facing explanation, when a trial fails.
     """
     seen: list[Trial] = []
-    _require(run_entry_point(warm_up, record=seen, **kwargs), "warm_up", seen)
+    _require(run_entry_point(warm_up, record=seen, **kwargs), "warm_up", seen,
+             call_text("warmup.run_entry_point", "warm_up", **kwargs))
 
 
 # --------------------------------------------------------------------------- exercise 2
@@ -770,7 +768,7 @@ def check_shared_predictor(predictor_class: Callable[[Any], Any], **kwargs: Any)
     """
     seen: list[Trial] = []
     _require(run_shared_predictor(predictor_class, record=seen, **kwargs), "SharedPredictor",
-             seen)
+             seen, call_text("warmup.run_shared_predictor", "SharedPredictor", **kwargs))
 
 
 # --------------------------------------------------------------------------- exercise 3
@@ -978,5 +976,7 @@ def check_lazy_model(lazy_class: Callable[..., Any], **kwargs: Any) -> None:
         AssertionError: With the student-facing explanation, when a trial fails.
     """
     seen: list[Trial] = []
-    _require(run_lazy_model(lazy_class, record=seen, **kwargs), "LazyModel", seen)
-    _require(run_lazy_model_explore(lazy_class), "LazyModel", [])
+    _require(run_lazy_model(lazy_class, record=seen, **kwargs), "LazyModel", seen,
+             call_text("warmup.run_lazy_model", "LazyModel", **kwargs))
+    _require(run_lazy_model_explore(lazy_class), "LazyModel", [],
+             call_text("warmup.run_lazy_model_explore", "LazyModel"))

@@ -45,6 +45,7 @@ def explore(
     callbacks: bool = False,
     samples: int | None = None,
     deviations: int = DEVIATIONS,
+    glue: Sequence[Callable[..., Any]] = (),
 ) -> Result:
     """Search the interleavings of ``workers`` for one that breaks ``check``.
 
@@ -84,6 +85,10 @@ def explore(
         deviations: The bound of the first phase of ``"auto"`` and ``"bounded"``: every
             schedule with at most this many departures from round-robin order. 1 for most
             checks; 2 where the program is short (its space grows like steps squared).
+        glue: Functions of the check's own (a worker's loop around the answer's calls) whose
+            instructions are no decision points, while the user code they call keeps its
+            own: the search then spends its bound on the answer's code. An addition to the
+            course's API, for checks; :func:`replay` needs the same ``glue``.
 
     Returns:
         The :class:`Result`. A failing one carries the schedule for :func:`replay`.
@@ -106,7 +111,7 @@ def explore(
             break
         runs += 1
         outcome, verdict, seen = _run_once(setup, workers, check, chooser, deadline,
-                                           callbacks)
+                                           callbacks, glue)
         if verdict != "pass":
             return _failure(verdict, outcome, seen, runs, timeout_s)
         search.after(chooser, outcome)
@@ -128,6 +133,7 @@ def replay(
     *,
     timeout_s: float = 60.0,
     callbacks: bool = False,
+    glue: Sequence[Callable[..., Any]] = (),
 ) -> Result:
     """Run exactly the schedule of a failing :func:`explore` result again.
 
@@ -138,6 +144,7 @@ def replay(
         schedule: The ``schedule`` token of a failing result (or the result itself).
         timeout_s: Wall-clock budget.
         callbacks: The same ``callbacks`` as the explore call.
+        glue: The same ``glue`` as the explore call.
 
     Returns:
         The same verdict as the run that produced the schedule, every time.
@@ -150,7 +157,8 @@ def replay(
         return issue("error", message=tamper.message(found))
     deadline = tamper.monotonic() + timeout_s
     chooser = Replay(switches)
-    outcome, verdict, seen = _run_once(setup, workers, check, chooser, deadline, callbacks)
+    outcome, verdict, seen = _run_once(setup, workers, check, chooser, deadline, callbacks,
+                                       glue)
     note = ""
     if chooser.deviation:
         note = ("\nNote: the program did not repeat itself exactly "
@@ -276,14 +284,15 @@ class _Search:
 
 def _run_once(setup: Callable[[], Any], workers: list[Callable[[Any], Any]],
               check: Callable[[Any], Any], chooser: Strategy,
-              deadline: float, callbacks: bool = False) -> tuple[Outcome, str, object]:
+              deadline: float, callbacks: bool = False,
+              glue: Sequence[Callable[..., Any]] = ()) -> tuple[Outcome, str, object]:
     """One schedule: fresh state, a controlled run, then the check."""
     try:
         state = setup()
     except Exception as error:  # reported, fail closed
         outcome = Outcome(kind="error", error=error, detail="setup")
         return outcome, "error", None
-    outcome = Run(state, workers, chooser, deadline, callbacks=callbacks).execute()
+    outcome = Run(state, workers, chooser, deadline, callbacks=callbacks, glue=glue).execute()
     problems = outcome.tampering + tamper.problems()
     if problems:
         outcome.detail = tamper.message(problems)

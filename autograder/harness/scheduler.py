@@ -155,10 +155,14 @@ class Run:
     """Runs ``workers`` on ``state`` once, under ``strategy``; see :meth:`execute`."""
 
     def __init__(self, state: Any, workers: Sequence[Callable[[Any], Any]],
-                 strategy: Strategy, deadline: float, *, callbacks: bool = False):
+                 strategy: Strategy, deadline: float, *, callbacks: bool = False,
+                 glue: Sequence[Callable[..., Any]] = ()):
         self.state = state
         #: Trace user code that library code calls back (see :func:`explore`'s ``callbacks``).
         self.callbacks = callbacks
+        #: Code run without decision points of its own (see :func:`explore`'s ``glue``).
+        self.glue_code = tuple(_code_of(function) for function in glue)
+        self.glue = frozenset(id(code) for code in self.glue_code)
         self.workers = list(workers)
         self.strategy = strategy
         self.deadline = deadline
@@ -346,6 +350,7 @@ class Run:
     # ------------------------------------------------------------------ tracing
     def _make_global_trace(self, me: _Thread) -> Callable:
         infos = self.infos
+        glue = self.glue
         run = self
 
         def atomic_local(frame: types.FrameType, event: str, arg: Any) -> Any:
@@ -369,6 +374,8 @@ class Run:
                 frame.f_trace_lines = False
                 frame.f_trace_opcodes = True
                 return run._user_local(me, info.ops)
+            if id(code) in glue:
+                return None  # no decision points here; the user code it calls has its own
             if info.kind == codemap.LIBRARY:
                 me.atomic = True
                 frame.f_trace_lines = False

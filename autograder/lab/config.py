@@ -13,6 +13,8 @@ Nothing is written to the user's ``~/.jupyter``. A lab is started with ``JUPYTER
 - ``nbgrader_config.json``: course id ``racelab`` and the exchange root (class mode), and for
   the instructor the course directory and gradebook.
 - lab settings: no news or update checks (the course machine may be offline).
+- in class mode, a first workspace that opens on the Assignments panel (where a student fetches
+  and submits lessons); a workspace the student already has is left as it is.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from jupyterlab_server.workspaces_handler import WorkspacesManager
 
 from autograder.pipeline.course import COURSE_ID
 
@@ -139,6 +143,23 @@ LAB_SETTINGS = {
 }
 
 
+#: The state key nbgrader's lab extension restores its Assignments panel from.
+ASSIGNMENT_LIST = "nbgrader-assignment-list:nbgrader-assignment-list"
+
+
+def class_workspace() -> dict:
+    """JupyterLab's default workspace for class mode: the Assignments panel open in front,
+    the file browser beside it."""
+    left = {"collapsed": False, "visible": True, "current": "filebrowser",
+            "widgets": ["filebrowser", "running-sessions", "@jupyterlab/toc:plugin",
+                        "extensionmanager.main-view"]}
+    main = {"dock": {"type": "tab-area", "currentIndex": 0, "widgets": [ASSIGNMENT_LIST]},
+            "current": ASSIGNMENT_LIST}
+    return {"data": {"layout-restorer:data": {"main": main, "left": left},
+                     ASSIGNMENT_LIST: {"data": {}}},
+            "metadata": {"id": "default"}}
+
+
 def write_config(setup: LabSetup) -> None:
     """Write ``setup``'s Jupyter config folder (config files always, lab settings when missing).
 
@@ -160,5 +181,10 @@ def write_config(setup: LabSetup) -> None:
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(content, indent=1) + "\n", encoding="utf-8")
-    (setup.home / "workspaces").mkdir(parents=True, exist_ok=True)
+    workspaces = setup.home / "workspaces"
+    workspaces.mkdir(parents=True, exist_ok=True)
+    if setup.role == "student" and setup.exchange is not None:
+        manager = WorkspacesManager(str(workspaces))
+        if not manager.list_workspaces():
+            manager.save("default", json.dumps(class_workspace(), indent=1))
     setup.root_dir.mkdir(parents=True, exist_ok=True)

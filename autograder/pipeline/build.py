@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -31,7 +32,8 @@ def stale_notebooks(solutions_dir: Path, notebooks_dir: Path) -> list[str]:
 
     Returns:
         One line per differing file (``notebooks/01_warmup.ipynb: differs``); empty when the
-        committed notebooks are exactly what ``build`` writes.
+        committed notebooks are what ``build`` writes (but for the Python version in
+        ``language_info``, which is the machine's).
     """
     with tempfile.TemporaryDirectory(prefix="racelab-check-") as tmp:
         fresh = Path(tmp) / "notebooks"
@@ -46,6 +48,16 @@ def stale_notebooks(solutions_dir: Path, notebooks_dir: Path) -> list[str]:
                 problems.append(f"{old}: missing (run `make build`)")
             elif not new.exists():
                 problems.append(f"{old}: has no source in {solutions_dir}")
-            elif new.read_bytes() != old.read_bytes():
+            elif _comparable(new) != _comparable(old):
                 problems.append(f"{old}: differs from what {solutions_dir} generates")
         return problems
+
+
+def _comparable(notebook: Path) -> dict | bytes:
+    """A notebook's content without the Python version, which depends on the machine."""
+    try:
+        content = json.loads(notebook.read_bytes())
+        content["metadata"].get("language_info", {}).pop("version", None)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return notebook.read_bytes()
+    return content

@@ -72,8 +72,21 @@ def read_lesson(lesson: Lesson) -> nbformat.NotebookNode:
     if not seen:
         raise SourceError(f"{lesson.path}: no nbgrader cells; a lesson needs graded exercises")
     notebook.metadata.pop("jupytext", None)
+    notebook.metadata["language_info"] = kernel_language_info()
     nbformat.validate(notebook)
     return notebook
+
+
+def kernel_language_info() -> dict:
+    """The ``language_info`` the course's kernel reports when a notebook opens.
+
+    JupyterLab writes the kernel's ``language_info`` into the notebook it opens and marks it
+    modified unless the notebook already holds exactly that value; a lesson carries it so that
+    it opens unmodified. ``version`` is this Python's (the one ``make setup`` puts in ``.venv``).
+    """
+    from ipykernel.ipkernel import IPythonKernel
+
+    return dict(IPythonKernel.language_info)
 
 
 def _cell_lines(text: str, n_cells: int) -> list[int] | None:

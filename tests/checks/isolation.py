@@ -2,9 +2,9 @@
 
 A wrong answer can crash the process that grades it (TensorFlow can segfault when a cold
 Keras model is built from several threads at once) or leave threads blocked forever. Here
-each batch of grading runs happens in a child Python process: a run that kills the child
-counts as a failed grading run (``"crashed (signal N)"``), and the remaining runs go on in a
-new child. Nothing is retried: every run of every task gets exactly one verdict.
+each grading run is one trial of :func:`autograder.checks.child.run_in_children`: a run that
+kills its child counts as a failed grading run (``"crashed (SIGSEGV)"``), and the remaining
+runs go on in a new child. Nothing is retried: every run of every task gets exactly one verdict.
 
 ``IsolatedRuns`` starts the children from a background thread, so the calling process can
 grade other answers meanwhile; ``verdicts()`` waits for them.
@@ -12,34 +12,28 @@ grade other answers meanwhile; ``verdicts()`` waits for them.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
+import importlib
 import threading
 from pathlib import Path
 
-_CHILD = """
-import importlib, json, sys, warnings
-warnings.simplefilter("ignore")
-sys.path.insert(0, sys.argv[2])
-spec = json.loads(sys.argv[1])
-answers = importlib.import_module(spec["answers"])
-checks = importlib.import_module(spec["checks"])
-for number, (check, answer) in enumerate(spec["tasks"]):
-    for run in range(spec["runs"][number]):
-        if [number, run] < spec["start"]:
-            continue
-        try:
-            getattr(checks, check)(getattr(answers, answer))
-            verdict = "pass"
-        except AssertionError as failure:
-            verdict = "fail: " + str(failure)[:2000]
-        print(json.dumps([number, run, verdict]), flush=True)
-"""
+from autograder.checks.child import Crashed, run_in_children
+
+#: Seconds one grading run of a wrong answer may take before it counts as hung.
+RUN_TIMEOUT_S = 600.0
+
+
+def grade_run(checks: str, answers: str, check: str, answer: str) -> str:
+    """One grading run in the child: ``"pass"`` or ``"fail: <message>"``."""
+    answer_class = getattr(importlib.import_module(answers), answer)
+    try:
+        getattr(importlib.import_module(checks), check)(answer_class)
+    except AssertionError as failure:
+        return "fail: " + str(failure)[:2000]
+    return "pass"
 
 
 def run_isolated(checks: str, answers: str, tasks: list[tuple[str, str]],
-                 runs: int | list[int], *, timeout_s: float = 1800.0) -> list[list[str]]:
+                 runs: int | list[int]) -> list[list[str]]:
     """Run ``checks.<check>(answers.<answer>)`` ``runs`` times per task, in child processes.
 
     Args:
@@ -50,32 +44,15 @@ def run_isolated(checks: str, answers: str, tasks: list[tuple[str, str]],
 
     Returns:
         Per task, in order, one verdict per run: ``"pass"``, ``"fail: <message>"`` or
-        ``"crashed (signal N)"``.
+        ``"crashed (SIGSEGV)"`` (how the child ended).
     """
-    verdicts: list[list[str]] = [[] for _ in tasks]
     runs = [runs] * len(tasks) if isinstance(runs, int) else list(runs)
-    start: list[int] | None = [0, 0]
-    while start is not None:
-        spec = json.dumps({"checks": checks, "answers": answers, "tasks": tasks, "runs": runs,
-                           "start": start})
-        child = subprocess.run([sys.executable, "-c", _CHILD, spec, str(Path(__file__).parent)],
-                               capture_output=True, text=True, timeout=timeout_s)
-        for line in child.stdout.splitlines():
-            if line.startswith("["):
-                number, _, verdict = json.loads(line)
-                verdicts[number].append(verdict)
-        pending = [[n, len(v)] for n, v in enumerate(verdicts) if len(v) < runs[n]]
-        if not pending:
-            start = None
-        elif child.returncode < 0:  # killed by a signal: that grading run crashed
-            number, _ = pending[0]
-            verdicts[number].append(f"crashed (signal {-child.returncode})")
-            more = [[n, len(v)] for n, v in enumerate(verdicts) if len(v) < runs[n]]
-            start = more[0] if more else None
-        else:
-            raise RuntimeError(f"the isolated grading runs stopped (exit {child.returncode}):\n"
-                               f"{child.stderr[-3000:]}")
-    return verdicts
+    calls = [(checks, answers, check, answer)
+             for (check, answer), count in zip(tasks, runs, strict=True) for _ in range(count)]
+    outcomes = iter(run_in_children(grade_run, calls, trial_timeout_s=RUN_TIMEOUT_S,
+                                    path=[str(Path(__file__).parent)]))
+    return [[outcome.how if isinstance(outcome, Crashed) else outcome
+             for outcome in (next(outcomes) for _ in range(count))] for count in runs]
 
 
 class IsolatedRuns:
@@ -96,6 +73,7 @@ class IsolatedRuns:
         self._thread.start()
 
     def verdicts(self) -> list[list[str]]:
+        """Wait for the runs; their verdicts per task (re-raises what stopped them)."""
         self._thread.join()
         if self._error is not None:
             raise self._error

@@ -143,7 +143,8 @@ def test_counter_that_loses_or_doubles_an_increment_fails_every_grading_run(answ
     else:
         assert message.startswith("SafeCounter: Race found")
         assert re.search(r"were lost|counted twice", message)
-        assert "replay(setup, workers, check, schedule='v1:" in message
+        assert "result = anatomy.run_counter(SafeCounter)\n" in message
+        assert "replay(setup" not in message
 
 
 @pytest.mark.parametrize("answer", answers.CORRECT_COUNTERS, ids=lambda a: a.__name__)

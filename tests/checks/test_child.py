@@ -34,3 +34,12 @@ def test_a_function_defined_in_the_notebook_gets_a_one_line_error():
 def test_an_error_in_the_child_is_raised_with_its_last_lines():
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
         run_in_children(operator.truediv, [(1, 0)], trial_timeout_s=5)
+
+
+def test_a_function_from_a_folder_given_in_path_runs_in_the_child(tmp_path, monkeypatch):
+    (tmp_path / "racelab_child_helper.py").write_text("def twice(x):\n    return 2 * x\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from racelab_child_helper import twice
+
+    assert run_in_children(twice, [(2,), (5,)], trial_timeout_s=30,
+                           path=[str(tmp_path)]) == [4, 10]

@@ -107,7 +107,17 @@ def test_lessons_own_solution_passes(
 def test_publisher_racing_in_its_python_fails_every_run_through_explore(answer: Any) -> None:
     for message in fails_every_run(variables.check_publisher, "WeightPublisher", answer,
                                    SLOW_RUNS):
-        assert "Replay exactly this interleaving" in message, "expected explore to find it"
+        assert "result = variables.run_publisher_explore(WeightPublisher)" in message, \
+            "expected explore to find it"
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_reader_slipping_into_a_lockless_handshake_is_found_within_two_preemptions(
+        seed: int) -> None:
+    result = variables.run_publisher_explore(answers.HandshakePublisher, seed=seed)
+    assert result.verdict == "race", result.message
+    assert "torn read" in result.message
+    assert result.schedules_run <= 100, "found only after the bounded search"
 
 
 @pytest.mark.parametrize("answer", answers.SLOW_CORRECT_PUBLISHERS, ids=lambda a: a.__name__)

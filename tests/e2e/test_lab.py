@@ -144,10 +144,25 @@ class Steps:
         return text
 
 
-def open_lab(page, server: LabServer) -> None:
-    """Open ``/lab?reset`` with the token and wait for the file browser."""
-    page.goto(f"{server.url}/lab?reset&token={server.token}", timeout=90_000)
+def open_lab(page, server: LabServer, *, reset: bool = True) -> None:
+    """Open ``/lab`` with the token and wait for the file browser.
+
+    Args:
+        reset: Open ``/lab?reset`` (an empty layout) rather than the lab's own workspace.
+    """
+    query = "reset&" if reset else ""
+    page.goto(f"{server.url}/lab?{query}token={server.token}", timeout=90_000)
     page.wait_for_selector(".jp-DirListing-item", timeout=90_000)
+
+
+def opens_unmodified(page, panel_id: str) -> None:
+    """Wait for the notebook's kernel to be idle; fail if the notebook is marked modified."""
+    page.locator(f'#{panel_id} .jp-Notebook-ExecutionIndicator[data-status="idle"]').wait_for(
+        timeout=90_000)
+    page.wait_for_timeout(1000)
+    tab = page.locator(f'.lm-TabBar-tab[data-id="{panel_id}"]')
+    assert "jp-mod-dirty" not in (tab.get_attribute("class") or ""), \
+        "the notebook is marked modified as soon as it opens"
 
 
 def active_panel_id(page) -> str:
@@ -261,8 +276,12 @@ def _student_session(page, server: LabServer, step: Steps, home: Path, exchange:
     self_study = home / "notebooks" / f"{LESSON}.ipynb"
     fetched = home / LESSON / f"{LESSON}.ipynb"
 
-    with step("open the lab"):
-        open_lab(page, server)
+    with step("open the lab: class mode opens on the Assignments panel"):
+        open_lab(page, server, reset=False)
+        page.locator("#nbgrader-assignment-list:not(.lm-mod-hidden)").wait_for(timeout=30_000)
+        front = page.locator(".jp-MainAreaWidget .lm-TabBar-tab.lm-mod-current, "
+                             "#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current")
+        assert "Assignments" in front.all_inner_texts(), front.all_inner_texts()
         page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").click()
         items = page.locator("#jp-mainmenu-nbgrader .lm-Menu-itemLabel").all_inner_texts()
         page.keyboard.press("Escape")
@@ -274,6 +293,7 @@ def _student_session(page, server: LabServer, step: Steps, home: Path, exchange:
         page.locator(".jp-DirListing-item", has_text="notebooks").dblclick()
         page.locator(".jp-DirListing-item", has_text=f"{LESSON}.ipynb").dblclick()
         own = active_panel_id(page)
+        opens_unmodified(page, own)
         write_answers(page, own, self_study, solution)
 
     with step("self-study: run all cells"):
@@ -298,6 +318,9 @@ def _student_session(page, server: LabServer, step: Steps, home: Path, exchange:
     with step("class mode: write a racy answer and press Validate"):
         write_answers(page, theirs, fetched, racy)
         press_validate(page, theirs)
+        page.wait_for_function(  # the progress shown while the hidden checks run
+            "sel => document.querySelector(sel)?.textContent.includes('Validating')",
+            arg=f"#{theirs} .validate-button", timeout=30_000)
         kind = validation_dialog(page)
         dialog = page.locator(".jp-Dialog")
         text = dialog.inner_text()
@@ -316,6 +339,10 @@ def _student_session(page, server: LabServer, step: Steps, home: Path, exchange:
         others = [title for title in ("Exercise 1", "Exercise 3") if f"✗ {title}" in text]
         assert not others, f"correct answers reported as failing: {others}\n{text}"
         assert "HIDDEN" not in text and "check_shared_predictor(SharedPredictor)" not in text
+        replay = text.split("Run it again in a cell of your notebook", 1)[-1]
+        assert replay.splitlines()[1].strip().startswith(
+            "result = warmup.run_shared_predictor(SharedPredictor"), text
+        assert "replay(setup" not in text and "stress(setup" not in text, text
         close_dialog(page)
 
     with step("class mode: submit from the Assignments panel"):

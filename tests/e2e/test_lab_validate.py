@@ -11,6 +11,7 @@ import nbformat
 import pytest
 
 from autograder.lab.config import (
+    ASSIGNMENT_LIST,
     SELF_STUDY_DISABLED_PLUGINS,
     STUDENT_DISABLED_PLUGINS,
     LabSetup,
@@ -140,6 +141,29 @@ def test_student_and_instructor_configs(tmp_path):
     assert server["ServerApp"]["jpserver_extensions"]["nbgrader.server_extensions.formgrader"]
     nbgrader = json.loads((teacher.config_dir / "nbgrader_config.json").read_text())
     assert nbgrader["CourseDirectory"]["root"] == str((tmp_path / "course").resolve())
+
+
+def _workspaces(setup: LabSetup) -> list[dict]:
+    return [json.loads(path.read_text())
+            for path in sorted((setup.home / "workspaces").glob("*.jupyterlab-workspace"))]
+
+
+def test_class_mode_opens_on_the_assignments_panel_and_keeps_a_students_own_layout(tmp_path):
+    student = LabSetup("student", tmp_path / "s", tmp_path / "root", exchange=tmp_path / "x")
+    write_config(student)
+    (workspace,) = _workspaces(student)
+    assert workspace["metadata"]["id"] == "default"
+    dock = workspace["data"]["layout-restorer:data"]["main"]["dock"]
+    assert dock["widgets"] == [ASSIGNMENT_LIST] and ASSIGNMENT_LIST in workspace["data"]
+
+    (path,) = (student.home / "workspaces").glob("*.jupyterlab-workspace")
+    path.write_text(json.dumps({"data": {"theirs": {}}, "metadata": {"id": "default"}}))
+    write_config(student)
+    assert _workspaces(student) == [{"data": {"theirs": {}}, "metadata": {"id": "default"}}]
+
+    self_study = LabSetup("student", tmp_path / "alone", tmp_path / "root")
+    write_config(self_study)
+    assert _workspaces(self_study) == [], "self-study opens on JupyterLab's own default"
 
 
 def test_validate_names_a_notebook_that_is_no_lesson_and_fails_closed_on_timeout(tmp_path):

@@ -226,6 +226,38 @@ def test_library_code_runs_atomically(tmp_path, monkeypatch):
     assert explore(setup, [user_bump, user_bump], two).verdict == "race"
 
 
+def test_glue_has_no_decision_points_but_the_user_code_it_calls_keeps_its_own():
+    def setup():
+        return SimpleNamespace(count=0, log=[])
+
+    def bump(state):
+        seen = state.count
+        state.count = seen + 1
+
+    def glue_bump(state):
+        seen = state.count
+        state.count = seen + 1
+
+    def glue_around_bump(state):
+        state.log.append("start")
+        bump(state)
+        state.log.append("end")
+
+    def two(state):
+        assert state.count == 2, state.count
+
+    racy_in_glue = explore(setup, [glue_bump, glue_bump], two, strategy="exhaustive",
+                           glue=(glue_bump,))
+    assert racy_in_glue.ok and racy_in_glue.covered
+    assert racy_in_glue.schedules_run == 2  # one order per thread first: no other choice
+    plain = explore(setup, [glue_around_bump, glue_around_bump], two, strategy="exhaustive")
+    glued = explore(setup, [glue_around_bump, glue_around_bump], two, strategy="exhaustive",
+                    glue=(glue_around_bump,))
+    assert plain.verdict == glued.verdict == "race"
+    assert replay(setup, [glue_around_bump, glue_around_bump], two, glued,
+                  glue=(glue_around_bump,)).schedule == glued.schedule
+
+
 def test_only_one_controlled_thread_runs_at_a_time(tmp_path, monkeypatch):
     library = tmp_path / "site-packages"
     library.mkdir()

@@ -49,6 +49,20 @@ def test_check_passes_after_build_and_names_a_changed_source(solutions, tmp_path
     assert len(problems) == 1 and "99_tiny.ipynb" in problems[0] and "differs" in problems[0]
 
 
+def test_notebooks_carry_the_kernels_language_info_so_jupyterlab_opens_them_unmodified(
+        solutions, tmp_path):
+    from ipykernel.ipkernel import IPythonKernel
+
+    notebooks = tmp_path / "notebooks"
+    build(solutions, notebooks, tmp_path / "course")
+    path = notebooks / "99_tiny.ipynb"
+    content = json.loads(path.read_text())
+    assert content["metadata"]["language_info"] == IPythonKernel.language_info
+    content["metadata"]["language_info"]["version"] = "3.12.9"  # built on another Python
+    path.write_text(json.dumps(content, indent=1))
+    assert stale_notebooks(solutions, notebooks) == []
+
+
 def test_check_names_missing_and_orphaned_notebooks(solutions, tmp_path):
     notebooks = tmp_path / "notebooks"
     notebooks.mkdir()
