@@ -22,10 +22,10 @@ import autograder
 from autograder.pipeline.cells import Plan, exercise_titles, grade_id, is_test
 from autograder.pipeline.course import COURSE_ID, nbgrader_environment
 from autograder.pipeline.execute import Run
+from autograder.pipeline.source import without_hidden_tests
 from autograder.pipeline.spec import Job, JobResult
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-_HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS\n?", re.DOTALL)
 _PACKAGE_DIR = str(Path(autograder.__file__).resolve().parent.parent)
 
 
@@ -56,7 +56,8 @@ def executed_notebook(submitted: nbformat.NotebookNode, release: nbformat.Notebo
     for index, position in enumerate(plan.positions):
         cell = executed.cells[position]
         if plan.cells[index]["kind"] == "test":
-            cell.source = _HIDDEN.sub("# (hidden tests ran here)\n", plan.cells[index]["source"])
+            cell.source = without_hidden_tests(plan.cells[index]["source"],
+                                               "# (hidden tests ran here)\n")
         cell.execution_count = index + 1
         cell.outputs = _outputs(run.ended.get(index), index + 1)
     return executed

@@ -22,6 +22,7 @@ MARKER_PAIRS = {
     "HIDDEN TESTS": ("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"),
 }
 _CELL_HEADER = re.compile(r"^# %%")
+_HIDDEN_TESTS = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS\n?", re.DOTALL)
 
 
 class SourceError(ValueError):
@@ -75,6 +76,11 @@ def read_lesson(lesson: Lesson) -> nbformat.NotebookNode:
     notebook.metadata["language_info"] = kernel_language_info()
     nbformat.validate(notebook)
     return notebook
+
+
+def without_hidden_tests(source: str, replacement: str = "") -> str:
+    """A cell's source with each hidden-test block (markers included) replaced."""
+    return _HIDDEN_TESTS.sub(replacement, source)
 
 
 def kernel_language_info() -> dict:

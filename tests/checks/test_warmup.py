@@ -39,7 +39,7 @@ from typing import Any
 import answers_warmup as answers
 import pytest
 from grading_runs import passes_every_run, runs_for
-from isolation import run_isolated
+from isolation import IsolatedRuns
 
 from autograder.checks import warmup
 
@@ -52,12 +52,23 @@ ANSWERS = [(check, answer) for check, group in WRONG.items() for answer in getat
 TASKS = [(check, answer.__name__) for check, answer in ANSWERS]
 
 
+_RUNNING: list[IsolatedRuns] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _isolated_wrong_answers() -> Any:
+    """Start the wrong answers' grading runs in a child process before any test runs."""
+    if not _RUNNING:
+        _RUNNING.append(IsolatedRuns("autograder.checks.warmup", "answers_warmup", TASKS,
+                                     [runs_for(answer) for _, answer in ANSWERS]))
+    yield
+
+
 @pytest.fixture(scope="module")
 def wrong_verdicts() -> dict[tuple[str, str], list[str]]:
     """Each wrong answer's 20 grading-run verdicts, by (check, answer name), run in child
     processes: a TensorFlow crash there counts as a failed grading run, never retried."""
-    verdicts = run_isolated("autograder.checks.warmup", "answers_warmup", TASKS,
-                            [runs_for(answer) for _, answer in ANSWERS])
+    verdicts = _RUNNING[0].verdicts()
     return {task: runs for task, runs in zip(TASKS, verdicts, strict=True)}
 
 
@@ -83,31 +94,14 @@ def _passes_every_run(check: Callable[[Any], None], answer: Any) -> None:
     passes_every_run(check, answer.__name__, answer)
 
 
-@pytest.mark.parametrize("answer", answers.WRONG_WARM_UPS, ids=_name)
-def test_warm_up_that_leaves_predict_on_batch_cold_fails_every_grading_run(answer, wrong_verdicts):
-    _fails_every_run(wrong_verdicts, warmup.check_entry_point, answer)
-
-
 @pytest.mark.parametrize("answer", answers.CORRECT_WARM_UPS, ids=_name)
 def test_warm_up_that_traces_predict_on_batch_at_the_serving_shape_passes_every_run(answer):
     _passes_every_run(warmup.check_entry_point, answer)
 
 
-@pytest.mark.parametrize("answer", answers.WRONG_PREDICTORS, ids=_name)
-def test_predictor_whose_first_calls_race_fails_every_grading_run(answer, wrong_verdicts):
-    _fails_every_run(wrong_verdicts, warmup.check_shared_predictor, answer)
-
-
 @pytest.mark.parametrize("answer", answers.CORRECT_PREDICTORS, ids=_name)
 def test_predictor_that_lets_one_thread_warm_first_passes_every_run(answer):
     _passes_every_run(warmup.check_shared_predictor, answer)
-
-
-@pytest.mark.parametrize("answer", answers.WRONG_LAZY_MODELS, ids=_name)
-def test_lazy_model_built_twice_or_handed_out_unbuilt_fails_every_grading_run(
-    answer, wrong_verdicts
-):
-    _fails_every_run(wrong_verdicts, warmup.check_lazy_model, answer)
 
 
 @pytest.mark.parametrize("answer", answers.CORRECT_LAZY_MODELS, ids=_name)
@@ -190,3 +184,23 @@ def test_demo_runner_counts_a_crashed_trial_as_failed():
 
 def test_trace_log_counts_two_traces_for_a_first_call_on_an_unbuilt_model():
     assert warmup.first_call_traces() == 2
+
+
+# The wrong answers last: their grading runs go on in a child process meanwhile.
+
+
+@pytest.mark.parametrize("answer", answers.WRONG_WARM_UPS, ids=_name)
+def test_warm_up_that_leaves_predict_on_batch_cold_fails_every_grading_run(answer, wrong_verdicts):
+    _fails_every_run(wrong_verdicts, warmup.check_entry_point, answer)
+
+
+@pytest.mark.parametrize("answer", answers.WRONG_PREDICTORS, ids=_name)
+def test_predictor_whose_first_calls_race_fails_every_grading_run(answer, wrong_verdicts):
+    _fails_every_run(wrong_verdicts, warmup.check_shared_predictor, answer)
+
+
+@pytest.mark.parametrize("answer", answers.WRONG_LAZY_MODELS, ids=_name)
+def test_lazy_model_built_twice_or_handed_out_unbuilt_fails_every_grading_run(
+    answer, wrong_verdicts
+):
+    _fails_every_run(wrong_verdicts, warmup.check_lazy_model, answer)

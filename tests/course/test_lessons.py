@@ -1,5 +1,10 @@
-"""Every lesson source runs top to bottom as a student would run it, with its hidden tests,
-and every claim its demonstrations record (``autograder.lesson.claim``) holds."""
+"""Every lesson source runs top to bottom as a student would run it, and every claim its
+demonstrations record (``autograder.lesson.claim``) holds.
+
+The hidden tests are left out here: each lesson's validity tests grade the solution's answers
+with them (``tests/checks/test_*.py``), the demo class runs them in graded notebooks
+(``test_demo_class.py``), and ``make bench-lessons`` times them against their budget.
+"""
 
 import json
 import time
@@ -8,7 +13,7 @@ import nbclient
 import pytest
 
 from autograder import lesson as lesson_helpers
-from autograder.pipeline.source import find_lessons, read_lesson
+from autograder.pipeline.source import find_lessons, read_lesson, without_hidden_tests
 from tests.conftest import REPO
 
 LESSONS = find_lessons(REPO / "solutions")
@@ -63,6 +68,8 @@ def test_solution_runs_top_to_bottom_and_its_claims_hold(lesson, tmp_path, monke
     claims_file = tmp_path / "claims.jsonl"
     monkeypatch.setenv(lesson_helpers.CLAIMS_ENV, str(claims_file))
     notebook = read_lesson(lesson)
+    for cell in notebook.cells:
+        cell.source = without_hidden_tests(cell.source)
     started = time.monotonic()
     client = nbclient.NotebookClient(notebook, timeout=300, allow_errors=True,
                                      resources={"metadata": {"path": str(tmp_path)}})
