@@ -57,6 +57,9 @@ TOKENS_PER_REQUEST = 16
 POOL_THREADS, POOL_REQUESTS_EACH, POOL_WORKERS = 4, 6, 2
 #: Time limits of the graded steps (seconds): a pool that hangs fails, it never hangs the grader.
 START_S, LOAD_S, CLOSE_S, EXIT_POLLS, EXIT_POLL_S = 20.0, 20.0, 10.0, 10, 0.05
+#: Looks at a worker that still shows this process's command line (forked, or spawned and
+#: not yet exec'd on a loaded machine): up to 40 x 0.05 s.
+EXEC_POLLS, EXEC_POLL_S = 40, 0.05
 LEDGER_WORKERS, LEDGER_UPDATES, LEDGER_S = 3, 400, 30.0
 #: ``choose``'s rule: processes must fit the memory budget and serve at least this much more.
 MARGIN = 1.2
@@ -301,7 +304,7 @@ def run_pool(pool_class: Callable[..., Any], *, workers: int = POOL_WORKERS,
                         lambda: pool_class(list(embedding_weights()), workers, target), START_S)
         started = before.since()
         seen.workers = started.processes
-        seen.not_spawned = sum(not _spawned(pid) for pid in started.processes)
+        seen.not_spawned = _count_not_spawned(started.processes)
         seen.segment_mb = sum(started.segments.values()) / MB
         _load(exercise, pool, seen)
         for pid in seen.workers:
@@ -318,13 +321,37 @@ def run_pool(pool_class: Callable[..., Any], *, workers: int = POOL_WORKERS,
     return seen
 
 
-def _spawned(pid: int) -> bool:
+def _count_not_spawned(pids: Sequence[int]) -> int:
+    """How many of ``pids`` run something other than multiprocessing's ``spawn_main``.
+
+    ``Process.start()`` with spawn can return while the child is still inside ``execve``:
+    its command line then reads empty (the new program's arguments are not set up yet), or
+    this process's own if the exec has not begun. Such a child is looked at again, up to
+    :data:`EXEC_POLLS` times, :data:`EXEC_POLL_S` apart (a forked worker keeps this
+    process's command line, and costs that wait). A spawned worker was once counted as
+    forked under the full suite's load (1 grading run in 20).
+    """
     import psutil
 
-    try:
-        return "spawn_main" in " ".join(psutil.Process(pid).cmdline())
-    except psutil.Error:
-        return True
+    own = psutil.Process().cmdline()
+    looks_forked, other = set(pids), set()
+    for poll in range(EXEC_POLLS):
+        for pid in sorted(looks_forked):
+            try:
+                command = psutil.Process(pid).cmdline()
+            except psutil.Error:
+                looks_forked.discard(pid)  # gone: nothing to judge
+                continue
+            if "spawn_main" in " ".join(command):
+                looks_forked.discard(pid)
+            elif command and command != own:  # another program: no need to wait
+                looks_forked.discard(pid)
+                other.add(pid)
+        if not looks_forked:
+            break
+        if poll < EXEC_POLLS - 1:
+            time.sleep(EXEC_POLL_S)
+    return len(other) + len(looks_forked)
 
 
 def _load(exercise: str, pool: Any, seen: PoolRun) -> None:
