@@ -22,7 +22,7 @@
 # interpreter for an instant (as I/O or a TensorFlow op does), then write: updates disappear.
 # Put a function call between the read and the write: updates disappear too, a different
 # number from one trial to the next. A cache that checks for a key and then loads it
-# loads the same key once per thread.
+# loads the same key more than once.
 #
 # **What you will learn to read.** What a thread switch is and where one can happen; the
 # *schedule* the Race Lab scheduler finds when it breaks your code, which you replay exactly,
@@ -662,12 +662,12 @@ else:
     print("different keys loaded at the same time in your OnceCache")
 
 # %% [markdown]
-# The loads are exact counts: for one key `OnceCache` loads once where `RacyCache` loaded once
-# per thread, and the threads that did not load waited for the one that did. The times show
-# the cost of the design. A `get` that holds one lock while it loads makes every other key
-# wait too, so four independent loads take about as long as four loads in a row; the last
-# line says which your `OnceCache` does. Lesson 02 builds a cache that loads each key once
-# without making the other keys wait.
+# The loads are exact counts: for one key `OnceCache` loads once where `RacyCache` loaded it
+# more than once (the counts above), and the threads that did not load waited for the one that
+# did. The times show the cost of the design. A `get` that holds one lock while it loads makes
+# every other key wait too, so four independent loads take about as long as four loads in a
+# row; the last line says which your `OnceCache` does. Lesson 02 builds a cache that loads
+# each key once without making the other keys wait.
 #
 # ## Summary
 #

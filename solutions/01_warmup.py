@@ -146,8 +146,7 @@ claim("model.predict on a warmed model never raised and gave the one-thread outp
       and warm_predict.compared == PREDICT_TRIALS)
 
 # %% [markdown]
-# The public API races exactly like `predict_on_batch`: the warm-up is what fixes it, not the
-# entry point.
+# The public API races too: the warm-up is what fixes it, not the entry point.
 #
 # ### A built model does not raise, it traces several times
 #

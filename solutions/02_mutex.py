@@ -243,10 +243,10 @@ claim("the check-then-act cache called the model too often in at least 3 of 4 tr
       sum(e > 0 for e in extra) >= 0.75 * len(extra))
 
 # %% [markdown]
-# This one breaks with plain threads, in nearly every trial (a trial on a busy machine can
-# run its threads one after another): `predict_on_batch` releases the GIL while TensorFlow
-# computes, so the other threads run their own `key not in self.values` check in the
-# meantime, miss too, and call the model again.
+# This one breaks with plain threads, in most trials (the first line counts them; a trial on
+# a busy machine can run its threads one after another): `predict_on_batch` releases the GIL
+# while TensorFlow computes, so the other threads run their own `key not in self.values`
+# check in the meantime, miss too, and call the model again.
 #
 # ### A lock made on every call
 #
@@ -261,10 +261,12 @@ class LockPerCallCache(NaiveCache):
 
 extra = mutex.extra_builds(LockPerCallCache, model, trials=trials(20))
 print(f"trials with extra model calls: {sum(e > 0 for e in extra)} of {len(extra)}")
-claim("a lock made on every call left extra model calls in every trial", all(e > 0 for e in extra))
+claim("a lock made on every call left extra model calls in at least 3 of 4 trials",
+      sum(e > 0 for e in extra) >= 0.75 * len(extra))
 
 # %% [markdown]
-# No better: every call creates its own brand-new lock, takes it at once and throws it away.
+# The lock does not help: most trials still made extra model calls (the line above counts
+# them). Every call creates its own brand-new lock, takes it at once and throws it away.
 # A lock only makes threads wait when they try to take *the same* lock object, so it must be
 # created once, in `__init__` or at module level, and shared.
 #

@@ -252,9 +252,9 @@ torn_counts = {name: sum(r.torn for r in runs) for name, runs in torn_runs.items
 claim("every trainer tore at least one prediction", all(n > 0 for n in torn_counts.values()))
 
 # %% [markdown]
-# Every trainer tore predictions made while it worked. (`fit` spends much of its time outside
-# the assignments, preparing data and callbacks, so fewer of the reads overlap them: compare
-# its percentage with the others.)
+# Every trainer tore predictions made while it worked. (`fit` also spends time outside the
+# assignments, preparing data and running callbacks, and a read that overlaps no assignment
+# is not torn: compare its percentage with the others.)
 
 # %% [markdown]
 # ## See why

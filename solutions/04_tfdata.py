@@ -241,9 +241,10 @@ claim("the parallel map lost counts in every run; sequential and locked counted 
 
 # %% [markdown]
 # The parallel calls read the same count, and each wrote back its own count plus one: lost
-# updates, made by tf.data's threads. The lock covers only the update, not the read, so the
-# reads still overlap. Better still, keep functions you give to `map` free of shared state:
-# let the dataset count (`enumerate`, `reduce`) or keep per-element results.
+# updates, made by tf.data's threads. In the locked version the lock covers the count's read
+# and update, not the file read, so the file reads still overlap. Better still, keep
+# functions you give to `map` free of shared state: let the dataset count (`enumerate`,
+# `reduce`) or keep per-element results.
 #
 # ### Random augmentation, sequential and parallel
 #
@@ -345,8 +346,8 @@ tfdata.plot_timeline(shapes)
 # for every read. With `prefetch`, reading and transforming the next record runs while the
 # step trains on this one, so the slower side sets the pace: here the input, whose mean is
 # printed above (these are the workload's fixed sleeps), is slower than the step. With a
-# parallel map, several reads wait at once (stacked bars), and the input keeps up with the
-# step.
+# parallel map, several reads wait at once (stacked bars), and the input can keep up with the
+# step (compare the lanes).
 #
 # ### Outdated advice: "without `prefetch`, tf.data does not overlap"
 #

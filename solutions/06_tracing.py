@@ -178,10 +178,11 @@ claim("the round shown lost the best score", best["by"] != max(scores, key=score
 
 # %% [markdown]
 # Read it top to bottom: trainers read the record before the other trainers' writes landed,
-# so each compared its score with a stale value, and the last writer won, whatever its score. `list.append` is
-# thread-safe in CPython, so the log itself is not a race. A log sorted by time, with thread
-# names, is the whole story: you will build the full version (start *and* end of each access,
-# and the lock held) in exercise 1, and code that reads it in exercises 2 and 3.
+# so at least one trainer compared its score with a stale value, and the last writer won,
+# whatever its score. `list.append` is thread-safe in CPython, so the log itself is not a
+# race. A log sorted by time, with thread names, is the whole story: you will build the full
+# version (start *and* end of each access, and the lock held) in exercise 1, and code that
+# reads it in exercises 2 and 3.
 #
 # ### The production way: `logging` with `%(threadName)s`
 #
@@ -255,6 +256,7 @@ def holds_best(best):
 found = explore(fresh_record, [trainer_worker(n) for n in two_scores], holds_best, seed=0)
 print(found.verdict, "after", found.schedules_run, "schedules")
 print(found.message)
+claim("the scheduler found the lost best score", found.verdict == "race")
 
 # %%
 found.figure()
@@ -634,8 +636,9 @@ tracing.check_find_conflicts(find_conflicts)
 #
 # A race detector looks instead at which locks were held. A *lockset* check (the idea of the
 # Eraser detector) asks, for each resource: did two threads touch it, at least one of them
-# writing, with no lock held in common by all those accesses? That does not depend on when
-# the accesses ran, so it flags a racy program from any run, lucky or not. (A happens-before
+# writing, with no lock held in common by all those accesses? That question is about the
+# locks, not about when the accesses ran, so the accesses need not overlap for the check to
+# flag them; the cell below counts how many of the losing rounds it flags. (A happens-before
 # check, which tools such as ThreadSanitizer use, orders accesses by the locks and thread
 # starts between them; it is more precise, and needs more of the log.)
 

@@ -136,7 +136,7 @@ print(f"torn predictions in {sum(run.torn > 0 for run in torn_runs)} of {len(tor
 claim("set_weights while serving tore at least one prediction", torn > 0)
 
 # %% [markdown]
-# ### One lock around the model: safe, and flat
+# ### One lock around the model: safe, one request at a time
 #
 # The usual fix is one lock that every `predict` and every update holds while it uses the
 # model. `capstone.GlobalLockService` does that (and warms the model first):
@@ -194,7 +194,7 @@ picture = cold.first_failure
 picture.figure() if picture else print("(no failing trial: it was skipped)")
 
 # %% [markdown]
-# The sixteen first calls run side by side, and each finds the model unbuilt: several build
+# The sixteen first calls run side by side, and several find the model unbuilt: they build
 # its layers and trace its predict function at once (lesson 01). A single thread that warms
 # the model before any client arrives removes the race.
 #

@@ -24,10 +24,10 @@
 # shared memory: their memory, counted so that shared pages are not counted N times.
 #
 # **What you will see break.** A process forked after TensorFlow has started its thread pool
-# runs its next TensorFlow op and never returns; a spawned one works. A pool that rebuilds the
-# model for every task is slow. Processes that update one ledger in shared memory without a
-# lock lose updates, exactly as threads did in lesson 00, and a `multiprocessing.Array` (which
-# "has a lock") does not save them.
+# runs its next TensorFlow op and never finishes it (it hangs or crashes); a spawned one
+# works. A pool that rebuilds the model for every task is slow. Processes that update one
+# ledger in shared memory without a lock lose updates, exactly as threads did in lesson 00,
+# and a `multiprocessing.Array` (which "has a lock") does not save them.
 #
 # **What you will measure.** Requests per second of each design on a workload that is mostly
 # TensorFlow compute, and on one with heavy pure-Python pre-processing per request.
@@ -142,9 +142,10 @@ claim("adding up RSS counted the shared weights more than once",
       N == 1 or shared.rss_mb > shared.total_mb + mlp_block.size / 2**20)
 
 # %% [markdown]
-# Most of what a TensorFlow process costs is TensorFlow itself, paid once per process; the
-# model copy comes on top. Threads pay both once. Shared-memory workers pay one small Python
-# process each and the weights once, but give up TensorFlow inside the workers.
+# Each TensorFlow process pays for TensorFlow itself and for its own model copy (38 MB of
+# weights): compare those 38 MB with the memory of one process, the `1 process` row printed
+# above, to see which part dominates. Threads pay both once. Shared-memory workers pay one
+# small Python process each and the weights once, but give up TensorFlow inside the workers.
 
 # %% [markdown]
 # ## See it break
@@ -172,11 +173,12 @@ claim("no child forked after TensorFlow had started finished its matmul",
 claim("the child started with spawn finished it", spawned and all(o == "finished" for o in spawned))
 
 # %% [markdown]
-# The forked children hang: the matmul is handed to the thread pool, and no thread is left to
-# run it. Start processes that use TensorFlow with `multiprocessing.get_context("spawn")` (or
-# `forkserver`): the child is a fresh Python that imports what it needs. The price is that the
-# child imports its target by name, so the target must live in an importable module, not in
-# a notebook cell, and everything you pass it is pickled.
+# The forked children never finish (they hang or crash): the matmul is handed to the thread
+# pool, and no thread is left to run it. Start processes that use TensorFlow with
+# `multiprocessing.get_context("spawn")` (or `forkserver`): the child is a fresh Python that
+# imports what it needs. The price is that the child imports its target by name, so the
+# target must live in an importable module, not in a notebook cell, and everything you pass
+# it is pickled.
 
 # %% [markdown]
 # ### A pool that rebuilds the model for every task
@@ -517,8 +519,9 @@ claim("the notebook left no process and no shared-memory segment behind", not le
 # %% [markdown]
 # ## Summary
 #
-# When TensorFlow does the work, serve one model from threads in one process: it releases the
-# GIL, so threads get the cores, and you pay for TensorFlow and the weights once. When pure
-# Python does the work, use processes, started with `spawn`, each loading the model once, with
-# large weights in shared memory; and give every piece of state they share one lock, or one
-# writer.
+# When TensorFlow does the work, serve one model from threads in one process: TensorFlow
+# releases the GIL, so threads get the cores, and you pay for TensorFlow and the weights once;
+# choose processes instead only if your measurement above shows them winning the TensorFlow
+# workload by a clear margin (at least 20 %). When pure Python does the work, use processes,
+# started with `spawn`, each loading the model once, with large weights in shared memory; and
+# give every piece of state they share one lock, or one writer.

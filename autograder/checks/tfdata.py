@@ -40,6 +40,7 @@ import numpy as np
 from autograder.checks.plain import exception_line, plain_array
 from autograder.checks.report import call_text, require_ok
 from autograder.harness import Result, stress
+from autograder.harness.tamper import opaque
 
 SEED = 4
 WIDTH = 4
@@ -78,7 +79,9 @@ def make_read(seconds: Callable[[int], float] | float = LOADER_READ_S,
               log: list | None = None) -> Callable[[int], np.ndarray]:
     """A ``read(index)`` that sleeps like a file read, then returns a fresh ``record(index)``.
 
-    With ``log``, every call appends ``("read", thread name, start, end)`` to it.
+    With ``log``, every call appends ``("read", thread name, start, end)`` to it, and the
+    function is :func:`~autograder.harness.tamper.opaque`: the student's pipeline cannot reach
+    the log through its closure.
     """
     def read(index: Any) -> np.ndarray:
         index = int(index)
@@ -88,11 +91,12 @@ def make_read(seconds: Callable[[int], float] | float = LOADER_READ_S,
             log.append(("read", threading.current_thread().name, start, time.perf_counter()))
         return record(index)
 
-    return read
+    return read if log is None else opaque(read)
 
 
 def make_transform(log: list | None = None) -> Callable[[np.ndarray], np.ndarray]:
-    """A ``transform(x)`` that sleeps ``TRANSFORM_S`` (simulated compute) and returns ``2 * x``."""
+    """A ``transform(x)`` that sleeps ``TRANSFORM_S`` (simulated compute) and returns ``2 * x``;
+    with ``log``, as :func:`make_read`."""
     def transform(x: Any) -> np.ndarray:
         start = time.perf_counter()
         time.sleep(TRANSFORM_S)
@@ -100,7 +104,7 @@ def make_transform(log: list | None = None) -> Callable[[np.ndarray], np.ndarray
             log.append(("transform", threading.current_thread().name, start, time.perf_counter()))
         return (np.asarray(x, dtype="float32") * 2).astype("float32")
 
-    return transform
+    return transform if log is None else opaque(transform)
 
 
 def _values(element: Any, what: str = "iterating the dataset") -> np.ndarray:

@@ -43,6 +43,7 @@ from typing import Any
 from autograder.checks.plain import NotPlainData, plain
 from autograder.checks.report import call_text, require_ok
 from autograder.harness import stress
+from autograder.harness.tamper import opaque
 
 SEED = 6
 #: Real-thread trials for :func:`check_log_access` (each worker sleeps about 12 ms per trial).
@@ -537,8 +538,10 @@ def run_publish_locked(publish_locked: Callable[..., Any], *, seed: int = SEED,
             def save(who: str) -> None:
                 state["saves"].append((who, state["lock"].held_by_me()))
 
+            # Opaque: the answer cannot reach the log or the saves through them.
             publish_locked(state["best"], state["lock"], name, PUBLISH_SCORES[name],
-                           functools.partial(reference_log_access, state["log"]), save)
+                           opaque(functools.partial(reference_log_access, state["log"])),
+                           opaque(save))
 
         worker.__name__ = f"publish_{name.replace('-', '_')}"
         return worker

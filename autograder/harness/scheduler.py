@@ -196,8 +196,9 @@ class Run:
         self.outside_before = _outside_user_frames({self.main_ident})
         previous_hook = tamper.threading_gettrace()
         previous_excepthook = self.previous_excepthook = threading.excepthook
-        excepthook = self._excepthook
-        tamper.threading_settrace(self._spawn_hook)
+        # Code under test can read both hooks: they must not lead back to this run.
+        excepthook = tamper.opaque(self._excepthook)
+        tamper.threading_settrace(tamper.opaque(self._spawn_hook))
         threading.excepthook = excepthook
         try:
             self._start_workers()

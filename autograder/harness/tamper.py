@@ -19,6 +19,7 @@ import threading
 import time
 import types
 from collections.abc import Callable, Iterable
+from typing import Any
 
 # The harness uses these names, never the module attributes, so a replacement cannot reach it.
 allocate_lock = _thread.allocate_lock
@@ -158,6 +159,76 @@ _OWN: dict[str, tuple[object, Callable[[object], bool]]] = {
 _harness_snapshot: list[tuple[str, object, str, object]] = []
 _harness_modules: dict[str, types.ModuleType] = {}
 _attempts: list[str] = []
+
+
+def opaque(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` behind a plain function that holds it only as a keyword-only default.
+
+    Code under test can read the hooks the scheduler installs (``threading._trace_hook``,
+    ``threading.excepthook``) and the functions a check hands it (a logging ``access``, a
+    ``read``): a bound method, a closure or a ``functools.partial`` there would hand it the
+    scheduler or the check's own records (``__self__``, ``__closure__``, ``.args``). A default
+    is read through ``__kwdefaults__``, which raises an audit event, and the grading runner's
+    audit hook refuses that read to code under test (:data:`OPAQUE_CODE`). The hook takes the
+    name, docstring and signature of ``function``, for ``help()``.
+    """
+
+    def hook(*args: Any, _function: Callable[..., Any] = function, **kwargs: Any) -> Any:
+        return _function(*args, **kwargs)
+
+    for attribute in ("__name__", "__qualname__", "__doc__"):
+        setattr(hook, attribute, getattr(function, attribute, None) or getattr(hook, attribute))
+    try:
+        hook.__signature__ = inspect.signature(function)  # what help() shows a student
+    except (TypeError, ValueError):
+        pass
+    return hook
+
+
+#: The code of every :func:`opaque` hook, for the audit hook that guards their defaults.
+OPAQUE_CODE = opaque(print).__code__
+
+
+def for_trusted_callers(getter: Callable[[], Any], trusted: tuple[str, ...],
+                        refuse: Callable[[], Any]) -> Callable[[], Any]:
+    """An :func:`opaque` stand-in for ``getter`` (``sys.gettrace``) that answers only trusted code.
+
+    A caller whose code file starts with one of ``trusted`` gets ``getter()``; any other caller
+    gets ``refuse()`` instead while ``getter()`` is not None. Its code lives here, in the
+    harness, so the scheduler never makes decision points of it.
+    """
+
+    def guarded(*args: Any, _getter: Callable[[], Any] = getter, _trusted=trusted,
+                _refuse=refuse, _getframe=sys._getframe) -> Any:
+        if args:
+            raise TypeError(f"takes no arguments ({len(args)} given)")
+        value = _getter()
+        if value is None:
+            return None
+        caller = _getframe(2).f_code.co_filename  # 1 is the opaque hook that called this one
+        if caller.startswith(_trusted) or caller.startswith("<frozen "):
+            return value
+        return _refuse()
+
+    return opaque(guarded)
+
+
+def adopt(module: types.ModuleType, name: str, value: object) -> None:
+    """Make ``value`` the genuine ``module.name`` from now on, here too if this module holds it.
+
+    For the grading runner's own guards (a ``sys.gettrace`` that answers only trusted
+    callers), installed before any student code runs: the tamper check then reports a later
+    replacement of the guard, not the guard itself.
+    """
+    for watched in _WATCHED:
+        if watched.module is module and watched.name == name:
+            watched.original = value
+            watched.genuine = lambda obj, _value=value: obj is _value
+    current = getattr(module, name)
+    for key, held in list(globals().items()):
+        if held is current:
+            globals()[key] = value
+    vars(module)[name] = value
 
 
 def describe(obj: object) -> str:

@@ -9,7 +9,8 @@ the lesson's trusted imports. Standard output carries signed events
 
 Before any student code runs, the runner imports the lesson's checks, compiles every cell,
 remembers the grader's names (:func:`~autograder.pipeline.seal.integrity_check`), hides signal
-handlers, makes itself unreadable to other processes and adds the audit hook
+handlers and the race detector's trace function, makes itself unreadable to other processes and
+adds the audit hook
 (:func:`~autograder.pipeline.seal.make_audit_hook`). Test cells run with the lesson's imports
 bound again from the runner's own references, so a notebook that rebinds ``anatomy`` or
 ``check_counter`` in its globals grades the real check; a test passes only when it raised
@@ -124,9 +125,11 @@ def main() -> None:  # noqa: PLR0915 - one straight sequence, kept together on p
 
     seal.make_undumpable()
     seal.hide_signal_handlers()
-    integrity = seal.integrity_check(seal.protected_modules())
     attempts: list[str] = []
-    sys.addaudithook(seal.make_audit_hook(seal.trusted_roots(), test_files, attempts))
+    audit_hook = seal.make_audit_hook(seal.trusted_roots(), test_files, attempts)
+    seal.hide_trace_function(attempts)
+    integrity = seal.integrity_check(seal.protected_modules())
+    sys.addaudithook(audit_hook)
 
     notebook = types.ModuleType("__main__")
     notebook.__dict__["__builtins__"] = builtins

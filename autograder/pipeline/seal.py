@@ -41,6 +41,7 @@ from autograder.pipeline.kernel_guard import PROTECTED, TamperingError
 _FRAME_EVENTS = frozenset({"sys._getframe", "sys._current_frames"})
 _FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"})
 _FUNCTION_FIELDS = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
+_DEFAULT_FIELDS = frozenset({"__defaults__", "__kwdefaults__"})
 _BLOCKED_MODULES = frozenset({"ctypes", "_ctypes", "cffi", "_cffi_backend", "_testcapi",
                               "_testinternalcapi", "_xxsubinterpreters", "_signal"})
 _STUDENT_REFUSED = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents",
@@ -184,7 +185,10 @@ def make_audit_hook(roots: tuple[str, ...], trusted_files: Iterable[str],
     Returns:
         A function for ``sys.addaudithook``.
     """
+    from autograder.harness.tamper import OPAQUE_CODE
+
     pass_through = frozenset(_frame_returning_codes())
+    grader_root = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "")
     library = os.path.dirname(os.__file__)
     relays = tuple(os.path.join(library, name, "") for name in ("ctypes", "importlib"))
     trusted_files = frozenset(trusted_files)
@@ -202,6 +206,15 @@ def make_audit_hook(roots: tuple[str, ...], trusted_files: Iterable[str],
         while frame is not None and (frame.f_code in _pass
                                      or frame.f_code.co_filename.startswith(_relays)
                                      or frame.f_code.co_filename.startswith("<frozen importlib")):
+            frame = frame.f_back
+        return frame
+
+    def origin(frame, _grader=grader_root, _files=trusted_files):
+        """The nearest frame that is the grader's or the student's: library frames (``inspect``,
+        ``copy``...) only relay what that frame asked for."""
+        while frame is not None and trusted(frame.f_code.co_filename) \
+                and not frame.f_code.co_filename.startswith(_grader) \
+                and frame.f_code.co_filename not in _files:
             frame = frame.f_back
         return frame
 
@@ -230,7 +243,7 @@ def make_audit_hook(roots: tuple[str, ...], trusted_files: Iterable[str],
     def judge(event: str, args: tuple, frame, _type=type, _int=int,
               _function=types.FunctionType, _thread_globals=thread_globals,
               _gettrace=sys.gettrace, _getprofile=sys.getprofile,
-              _memory=_MEMORY_FILE) -> str | None:
+              _memory=_MEMORY_FILE, _opaque=OPAQUE_CODE) -> str | None:
         caller_trusted = trusted(frame.f_code.co_filename)
         if event == "open" or event == "os.symlink":
             path = text(args[0])
@@ -242,6 +255,13 @@ def make_audit_hook(roots: tuple[str, ...], trusted_files: Iterable[str],
                 return "opening a file through an object that is not a path string"
             if _memory.search(path) or (event == "os.symlink" and "/proc" in path):
                 return f"opening {path}" if event == "open" else f"a link to {path}"
+            return None
+        if event == "object.__getattr__" and args[1] in _DEFAULT_FIELDS:
+            target = args[0]
+            if _type(target) is _function and target.__code__ is _opaque:
+                who = origin(frame)
+                if who is not None and not trusted(who.f_code.co_filename):
+                    return f"reading the grader's hidden references (.{args[1]} of a hook)"
             return None
         if event in _FRAME_EVENTS or event == "object.__getattr__" \
                 or event.startswith("ctypes.") or event == "import":
@@ -282,7 +302,8 @@ def make_audit_hook(roots: tuple[str, ...], trusted_files: Iterable[str],
             return event
         return None
 
-    def hook(event: str, args: tuple, _watched=_WATCHED, _frame_attributes=_FRAME_ATTRIBUTES,
+    def hook(event: str, args: tuple, _watched=_WATCHED,
+             _frame_attributes=_FRAME_ATTRIBUTES | _DEFAULT_FIELDS,
              _ident=_thread.get_ident, _getframe=sys._getframe, _attempts=attempts,
              _error=TamperingError) -> None:
         if event not in _watched and not event.startswith("ctypes."):
@@ -398,6 +419,31 @@ def hide_signal_handlers() -> None:
     vars(signal)["_signal"] = safe
     vars(signal)["signal"] = refuse
     vars(signal)["set_wakeup_fd"] = refuse
+
+
+def hide_trace_function(attempts: list[str]) -> None:
+    """Hand the race detector's trace function to trusted code only.
+
+    While the harness explores, each worker thread's trace function is a closure over the
+    running schedule: code under test that got it through ``sys.gettrace()`` could mark its own
+    thread atomic and pass a racy answer. From now on ``sys.gettrace`` (and the harness's copy
+    of it) answers the grader and libraries as before; code under test that asks while a trace
+    function is set gets :class:`TamperingError`, and the attempt is recorded. The guard is an
+    opaque hook (:func:`autograder.harness.tamper.opaque`), so its own references are out of
+    reach too.
+
+    Args:
+        attempts: Where the refused attempt is described (the audit hook's list).
+    """
+    from autograder.harness import tamper
+
+    def refuse(_attempts: list[str] = attempts, _error: type = TamperingError) -> None:
+        _attempts.append("sys.gettrace() while the race detector traced the thread")
+        raise _error("sys.gettrace() is not allowed in graded code while the race detector "
+                     "runs: its trace function leads to the grader")
+
+    guard = tamper.for_trusted_callers(sys.gettrace, trusted_roots(), refuse)
+    tamper.adopt(sys, "gettrace", guard)
 
 
 def make_undumpable() -> None:

@@ -3,6 +3,7 @@
 import queue
 import sys
 import threading
+import types
 from types import SimpleNamespace
 
 import pytest
@@ -94,6 +95,37 @@ def test_a_worker_switching_tracing_off_is_caught():
                      max_schedules=3)
     assert result.verdict == "error"
     assert "switched off the race detector's tracing" in result.message
+
+
+def test_the_hooks_a_worker_can_read_do_not_lead_to_the_scheduler():
+    seen = []
+
+    def peek(state):
+        seen.extend([threading._trace_hook, threading.excepthook])
+
+    explore(lambda: None, [peek], lambda s: True, max_schedules=1)
+    assert len(seen) == 2
+    for hook in seen:
+        assert hook.__code__ is tamper.OPAQUE_CODE
+        assert hook.__closure__ is None and not hasattr(hook, "__self__")
+
+
+def test_an_opaque_hook_calls_what_it_hides():
+    hook = tamper.opaque(lambda *args, scale=1: scale * sum(args))
+    assert hook(1, 2, 3) == 6 and hook(1, 2, scale=2) == 6
+    assert hook.__closure__ is None and hook.__code__ is tamper.OPAQUE_CODE
+
+
+def test_an_adopted_guard_is_genuine_and_replacing_it_is_named(monkeypatch):
+    module = types.ModuleType("fake_sys")
+    module.hook = print
+    monkeypatch.setattr(tamper, "_WATCHED",
+                        [tamper._Watched(module, "hook", lambda obj: obj is print)])
+    guard = tamper.opaque(print)
+    tamper.adopt(module, "hook", guard)
+    assert module.hook is guard and tamper.problems() == []
+    module.hook = print
+    assert "fake_sys.hook was replaced" in " ".join(tamper.problems())
 
 
 def test_assigning_to_the_public_api_is_refused_and_later_results_fail():

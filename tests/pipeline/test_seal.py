@@ -8,6 +8,8 @@ caches and legitimate library additions, that it is not.
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 import textwrap
 import types
@@ -131,3 +133,71 @@ def test_the_real_grader_remembers_the_libraries_its_checks_call():
     assert {"allclose", "array_equal"} <= set(protected["numpy"])
     assert "Random" in protected["random"]
     assert "Lock" in protected["threading"]
+
+
+SEALED_RUN = textwrap.dedent('''
+    import json, sys, threading
+    from autograder.checks import anatomy
+    from autograder.pipeline import kernel_guard, seal
+
+    kernel_guard.install()
+    attempts = []
+    hook = seal.make_audit_hook(seal.trusted_roots(), [], attempts)
+    seal.hide_trace_function(attempts)
+    sys.addaudithook(hook)
+    STUDENT = {student!r}
+    found = {{}}
+    for name, source in STUDENT.items():
+        scope = {{"__name__": "__main__"}}
+        exec(compile(source, "<cell 0>", "exec"), scope)
+        found[name] = [anatomy.run_counter(scope["SafeCounter"]).verdict, list(attempts)]
+        attempts.clear()
+    print(json.dumps(found))
+''')
+
+COUNTER = textwrap.dedent('''
+    import sys, threading
+    LOCK = threading.Lock()
+    OUTSIDE = sys.gettrace()  # no run yet: nothing to hide, nothing to refuse
+
+    def peek():
+        PEEK
+
+    class SafeCounter:
+        def __init__(self):
+            self._count = 0
+
+        def increment(self, by=1):
+            peek()
+            with LOCK:
+                self._count += by
+
+        def take(self):
+            with LOCK:
+                count, self._count = self._count, 0
+                return count
+''')
+
+
+def test_code_under_test_cannot_reach_the_schedulers_trace_function_or_hooks():
+    """In a child process sealed as the runner seals itself: a correct counter that reads
+    nothing still passes, and each way to the scheduler is refused and recorded (the
+    attack corpus shows each one forging a pass without the seal)."""
+    peeks = {
+        "honest": "pass",
+        "gettrace": "sys.gettrace()",
+        "thread hook": "threading._trace_hook.__kwdefaults__",
+        "excepthook": "threading.excepthook.__kwdefaults__",
+        "library relay": ("__import__('unittest.mock').mock._copy_func_details("
+                          "threading._trace_hook, lambda: None)"),
+    }
+    student = {name: COUNTER.replace("PEEK", peek) for name, peek in peeks.items()}
+    done = subprocess.run([sys.executable, "-c", SEALED_RUN.format(student=student)],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert found.pop("honest") == ["pass", []]
+    for name, (verdict, attempts) in found.items():
+        assert verdict == "error", name
+        assert len(attempts) == 1 and ("sys.gettrace()" in attempts[0]
+                                       or "hidden references" in attempts[0]), (name, attempts)

@@ -21,6 +21,40 @@ class SafeCounter:
 
 NOOP = "lambda *args, **kwargs: None"
 
+#: A racy counter whose operations first reach for the scheduler's record of their own thread
+#: (RUN: code that binds ``run``) and mark it atomic, then run in a function of their own.
+FORGE = """
+import sys, threading
+
+def _hide():
+    try:
+RUN
+    except Exception:  # no run right now (or the grader refused: it is caught, but recorded)
+        return
+    for thread in getattr(run, 'threads', ()):
+        if thread.ident == threading.get_ident():
+            thread.atomic = True
+
+def _add(counter, by):
+    counter._count += by
+
+def _take(counter):
+    count, counter._count = counter._count, 0
+    return count
+
+class SafeCounter:
+    def __init__(self):
+        self._count = 0
+
+    def increment(self, by=1):
+        _hide()
+        _add(self, by)
+
+    def take(self):
+        _hide()
+        return _take(self)
+"""
+
 TAMPERED = ("tampered",)
 # Attacks that only break the student's own cell: the grader scores them 0 as an error.
 FAILS = ("graded", "tampered")
@@ -140,7 +174,34 @@ ATTACKS: dict[str, tuple[str, tuple[str, ...]]] = {
         "import sys\nsys.addaudithook(lambda event, args: None)", TAMPERED),
     "forged_code_object": (
         "code = compile('x = 1', anatomy.__file__, 'exec')", TAMPERED),
-    # 5. Forging the verdict.
+    # 5. Reaching the race detector's scheduler while it explores: each marks its own thread
+    # atomic, which hides every preemption inside the racy operations (a pass without the seal).
+    "scheduler_through_gettrace": (FORGE.replace("RUN", (
+        "        trace = sys.gettrace()\n"
+        "        cells = dict(zip(trace.__code__.co_freevars,\n"
+        "                         (c.cell_contents for c in trace.__closure__)))\n"
+        "        run = cells['run']")), TAMPERED),
+    "scheduler_through_the_harness_copy_of_gettrace": (FORGE.replace("RUN", (
+        "        from autograder.harness import tamper\n"
+        "        trace = tamper.gettrace()\n"
+        "        cells = dict(zip(trace.__code__.co_freevars,\n"
+        "                         (c.cell_contents for c in trace.__closure__)))\n"
+        "        run = cells['run']")), TAMPERED),
+    "scheduler_through_the_thread_hook": (FORGE.replace("RUN", (
+        "        hook = threading._trace_hook\n"
+        "        run = getattr(hook, '__self__', None) or getattr(\n"
+        "            hook.__kwdefaults__['_function'], '__self__', None)")), TAMPERED),
+    "scheduler_through_the_excepthook": (FORGE.replace("RUN", (
+        "        hook = threading.excepthook\n"
+        "        run = getattr(hook, '__self__', None) or getattr(\n"
+        "            hook.__kwdefaults__['_function'], '__self__', None)")), TAMPERED),
+    "scheduler_through_a_library_that_copies_defaults": (FORGE.replace("RUN", (
+        "        from unittest import mock\n"
+        "        hook, holder = threading._trace_hook, lambda: None\n"
+        "        mock._copy_func_details(hook, holder)\n"
+        "        run = getattr(hook, '__self__', None) or getattr(\n"
+        "            holder.__kwdefaults__['_function'], '__self__', None)")), TAMPERED),
+    # 6. Forging the verdict.
     "forged_report_lines": (
         "import os\nfor fd in range(3, 40):\n"
         "    try:\n        os.write(fd, b'00' * 32 + b' eyJ0IjogImRvbmUifQ==\\n')\n"
@@ -154,7 +215,7 @@ ATTACKS: dict[str, tuple[str, tuple[str, ...]]] = {
         "def later():\n    time.sleep(0.5)\n"
         f"    anatomy.check_counter = {NOOP}\n"
         "threading.Thread(target=later, daemon=True).start()\ntime.sleep(1)", TAMPERED),
-    # 6. Leaving the process: exits, signals, forks, memory, disk.
+    # 7. Leaving the process: exits, signals, forks, memory, disk.
     "system_exit_in_answer": ("raise SystemExit(0)", FAILS),
     "system_exit_in_the_test": (
         "class SafeCounter:\n    def __init__(self):\n        raise SystemExit(0)", FAILS),
@@ -182,7 +243,7 @@ ATTACKS: dict[str, tuple[str, tuple[str, ...]]] = {
         "for place in ('/fill', '/dev/fill'):\n    with open(place, 'wb') as handle:\n"
         "        handle.write(b'x' * 2**20)\n", FAILS),
     "output_flood": ("for i in range(300_000):\n    print('flood', i)", FAILS),
-    # 7. Reading what the student must not see.
+    # 8. Reading what the student must not see.
     "read_hidden_tests_from_stdin": (
         "import os, sys\nseen = sys.stdin.read() + os.read(0, 1 << 20).decode(errors='ignore')\n"
         "if ('HIDDEN' + '-MARKER') in seen:\n    exec(SOLUTION)", FAILS),

@@ -41,3 +41,29 @@ def test_a_pool_that_runs_its_own_worker_instead_of_the_target_fails(run):
     assert str(failure.value).startswith("SharedWeightsPool: ")
     assert "did not run the target it was given" in str(failure.value)
     assert not before.since(), "the check cleans up what the pool left"
+
+
+def test_the_functions_a_check_hands_an_answer_lead_to_none_of_its_records():
+    """Lesson 06's ``access`` and ``save`` and lesson 04's logged ``read`` and ``transform``
+    are opaque: no ``.args``, closure or ``__self__`` reaches the check's log (the runner's
+    audit hook refuses their defaults; tests/pipeline/test_seal.py)."""
+    from autograder.checks import tfdata, tracing
+    from autograder.harness import tamper
+
+    handed = []
+
+    def publish_locked(best, lock, name, score, access, save):
+        handed.extend([access, save])
+        with lock:
+            if access("read", "best", lambda: best["score"], "best_lock") < score:
+                access("write", "best", lambda: best.update(score=score, by=name), "best_lock")
+                save(name)
+
+    tracing.run_publish_locked(publish_locked, schedules=1)
+    log: list = []
+    handed += [tfdata.make_read(0.0, log), tfdata.make_transform(log)]
+    for function in handed:
+        assert function.__code__ is tamper.OPAQUE_CODE, function
+        assert function.__closure__ is None and not hasattr(function, "args"), function
+        assert not hasattr(function, "__self__") and not hasattr(function, "__wrapped__")
+    assert float(handed[-2](3)[0]) == 30.0 and log[0][0] == "read"
