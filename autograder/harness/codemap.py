@@ -28,6 +28,10 @@ import sys
 import sysconfig
 import threading
 import types
+from collections.abc import Callable
+from typing import NamedTuple
+
+from . import tamper
 
 USER, PLUMBING, LIBRARY = 0, 1, 2
 
@@ -111,45 +115,51 @@ def kind_of_file(filename: str) -> int:
     return USER
 
 
-class CodeInfo:
-    """What the scheduler needs to know about one code object.
+class CodeInfo(NamedTuple):
+    """What the scheduler needs to know about one code object (immutable: code under test can
+    read it through :func:`info`, and must not be able to make its own code invisible).
 
     Attributes:
         kind: USER, PLUMBING or LIBRARY.
         ops: For each instruction slot (``f_lasti // 2``), None when other threads cannot see
             the instruction, else a tuple whose first item is its category.
+        blocking_lines: For plumbing, the lines that may block (a call of ``acquire``, ``get``...).
     """
 
-    __slots__ = ("kind", "ops", "blocking_lines")
+    kind: int
+    ops: tuple[tuple | None, ...]
+    blocking_lines: frozenset[int]
 
-    def __init__(self, code: types.CodeType):
-        self.kind = kind_of_file(code.co_filename)
-        self.ops: list[tuple | None] = []
-        self.blocking_lines: frozenset[int] = frozenset()
-        if self.kind == LIBRARY:
-            return
-        self.ops = [None] * (len(code.co_code) // 2)
-        kwnames: tuple = ()
-        line_names: dict[int | None, set[str]] = {}
-        line = None
-        for instruction in dis.get_instructions(code):
-            if instruction.starts_line is not None:
-                line = instruction.starts_line
-            entry = _categorise(instruction, code, kwnames)
-            if instruction.opname == "KW_NAMES":
-                kwnames = code.co_consts[instruction.arg]
-            elif instruction.opname not in ("PRECALL", "EXTENDED_ARG", "CACHE"):
-                kwnames = ()
-            if instruction.opname in ("LOAD_METHOD", "LOAD_ATTR", "LOAD_GLOBAL", "LOAD_FAST"):
-                line_names.setdefault(line, set()).add(instruction.argval)
-            elif instruction.opname == "BEFORE_WITH":
-                line_names.setdefault(line, set()).add("__enter__")
-            if self.kind == PLUMBING and (entry is None or entry[0] not in (CALL, WITH)):
-                continue
-            self.ops[instruction.offset // 2] = entry
-        if self.kind == PLUMBING:
-            self.blocking_lines = frozenset(
-                n for n, names in line_names.items() if n is not None and names & _BLOCKING_NAMES)
+
+def _code_info(code: types.CodeType) -> CodeInfo:
+    """Work out a code object's :class:`CodeInfo`."""
+    kind = kind_of_file(code.co_filename)
+    if kind == LIBRARY:
+        return CodeInfo(kind, (), frozenset())
+    ops: list[tuple | None] = [None] * (len(code.co_code) // 2)
+    kwnames: tuple = ()
+    line_names: dict[int | None, set[str]] = {}
+    line = None
+    for instruction in dis.get_instructions(code):
+        if instruction.starts_line is not None:
+            line = instruction.starts_line
+        entry = _categorise(instruction, code, kwnames)
+        if instruction.opname == "KW_NAMES":
+            kwnames = code.co_consts[instruction.arg]
+        elif instruction.opname not in ("PRECALL", "EXTENDED_ARG", "CACHE"):
+            kwnames = ()
+        if instruction.opname in ("LOAD_METHOD", "LOAD_ATTR", "LOAD_GLOBAL", "LOAD_FAST"):
+            line_names.setdefault(line, set()).add(instruction.argval)
+        elif instruction.opname == "BEFORE_WITH":
+            line_names.setdefault(line, set()).add("__enter__")
+        if kind == PLUMBING and (entry is None or entry[0] not in (CALL, WITH)):
+            continue
+        ops[instruction.offset // 2] = entry
+    blocking_lines: frozenset[int] = frozenset()
+    if kind == PLUMBING:
+        blocking_lines = frozenset(
+            n for n, names in line_names.items() if n is not None and names & _BLOCKING_NAMES)
+    return CodeInfo(kind, tuple(ops), blocking_lines)
 
 
 def _categorise(instruction: dis.Instruction, code: types.CodeType,
@@ -176,17 +186,36 @@ def _categorise(instruction: dis.Instruction, code: types.CodeType,
     return (VISIBLE,)
 
 
-infos: dict[int, tuple[types.CodeType, CodeInfo]] = {}
-"""Cache of :class:`CodeInfo` by ``id(code)``, holding the code object so the id stays unique.
-
-Keyed by identity, not equality: two code objects from different files compare equal when
-their bytecode, names and line numbers match, yet one can be user code and the other library.
-"""
+def _refuse_the_cache() -> None:
+    tamper.record_attempt("the race detector's code map (its cache of what each code does)")
+    raise PermissionError("the race detector's code map is not available to code under test")
 
 
-def info(code: types.CodeType) -> CodeInfo:
-    """The (cached) :class:`CodeInfo` of a code object."""
-    entry = infos.get(id(code))
-    if entry is None:
-        entry = infos[id(code)] = (code, CodeInfo(code))
-    return entry[1]
+def _lookups() -> tuple[Callable[[types.CodeType], CodeInfo], Callable[[], dict]]:
+    """:func:`info`, and the harness's own way to its cache, both :func:`~tamper.opaque`.
+
+    The cache lives only here: code under test that could put its own entries in it (a
+    LIBRARY kind, no visible instructions) would take its racy code out of every schedule.
+    """
+    cache: dict[int, tuple[types.CodeType, CodeInfo]] = {}
+
+    def info(code: types.CodeType) -> CodeInfo:
+        """The (cached) :class:`CodeInfo` of a code object."""
+        entry = cache.get(id(code))
+        if entry is None:
+            entry = cache[id(code)] = (code, _code_info(code))
+        return entry[1]
+
+    def harness_cache() -> dict[int, tuple[types.CodeType, CodeInfo]]:
+        return cache
+
+    return (tamper.opaque(info),
+            tamper.for_trusted_callers(harness_cache, (_HARNESS_DIR,), _refuse_the_cache))
+
+
+info, harness_cache = _lookups()
+"""``info(code)``: the cached :class:`CodeInfo` of a code object. ``harness_cache()``: the cache
+itself, ``id(code)`` -> ``(code, CodeInfo)``, for the scheduler's inner loop (the harness's
+code only). Keyed by identity, not equality: two code objects from different files compare
+equal when their bytecode, names and line numbers match, yet one can be user code and the
+other library; each entry holds its code object so the id stays unique."""

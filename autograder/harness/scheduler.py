@@ -184,7 +184,7 @@ class Run:
         self.by_thread: dict[int, _Thread] = {}
         self.exited: list[Any] = []
         self.outcome = Outcome()
-        self.infos = codemap.infos
+        self.infos = codemap.harness_cache()
         self.previous_excepthook: Callable = threading.__excepthook__
         self.main_ident: int | None = None
         self.outside_before: dict[int, int] = {}

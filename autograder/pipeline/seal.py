@@ -59,7 +59,7 @@ _GRADER_CACHES = frozenset({
     "autograder.checks.capstone._REFERENCES", "autograder.checks.capstone._POOL",
     "autograder.checks.capstone._BUSY", "autograder.checks.variables._POOLS",
     "autograder.checks.variables._SMALL_MODEL", "autograder.checks.warmup._REFERENCES",
-    "autograder.checks.warmup._WARM_MODELS", "autograder.harness.codemap.infos",
+    "autograder.checks.warmup._WARM_MODELS",
     "autograder.harness.scheduler._ACTIVE_THREADS", "autograder.harness.tamper._attempts",
 })
 _MEMORY_FILE = re.compile(r"(^|/)(mem|pagemap)$")

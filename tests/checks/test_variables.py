@@ -15,12 +15,13 @@ How each check decides, and why its counts are enough (rates measured on the sha
   in one ``tf.function`` (issue #18, class 4: 5 of 7 grading runs).
 - ``WeightPublisher``: ``stress`` (6 trials: one writer publishes up to 10 versions, stopping
   early after 3 once it has been busy 0.3 s, while 2 readers read until it is done), then
-  ``explore`` (fixed seed, pct strategy, 80 schedules, one publish and two reads on a 2-layer
-  model). Single ``stress`` trials failed ``UnlockedPublisher``, ``WriterLockOnlyPublisher``
-  and ``LockPerCallPublisher`` 40 of 40 times; ``LockedReferencePublisher`` (the reader
-  locks only to fetch the model; its forward pass must start in the short gap before the
-  writer's next ``set_weights``) 32-37 of 40, so a run of 6 trials misses it with probability
-  about 0.2^6 = 6e-5.
+  ``explore`` (fixed seed, every schedule within ``PUBLISHER_DEVIATIONS`` switches, then
+  ``PUBLISHER_SAMPLES`` samples; one publish, and a reader that reads during it and after
+  it, on a 2-layer model). Single ``stress`` trials failed ``UnlockedPublisher``,
+  ``WriterLockOnlyPublisher`` and ``LockPerCallPublisher`` 40 of 40 times;
+  ``LockedReferencePublisher`` (the reader locks only to fetch the model; its forward pass
+  must start in the short gap before the writer's next ``set_weights``) 32-37 of 40, so a
+  run of 6 trials misses it with probability about 0.2^6 = 6e-5.
 - ``choose_publisher``: one call on the grader's four candidates, whose costs are simulated
   with sleeps and whose races are real. The reported reads and torn reads must equal what the
   candidates recorded, the rates must be within 0.05x-5x of what they really did (thread
@@ -36,11 +37,11 @@ exercise, each run ``RUNS`` times). ``SwapBeforeSetPublisher`` (a new model serv
 its weights are set; a reader tracing the new model hides the race from real threads) and
 ``VersionFirstCopiesPublisher`` (a version number stored before the weights: two adjacent
 attribute stores that real threads on CPython 3.11 never split) are found by ``explore``
-inside its bound (every schedule with at most one preemption; the model's ``set_weights`` is
-one step per layer), whatever the seed. ``HandshakePublisher`` (a readers-writer handshake
-without a lock, issue #18 class 1) fails too: it needs two preemptions, and the bound is now
-two (``PUBLISHER_DEVIATIONS``; the reader goes first, and the grader's own loops are glue with
-no decision points), so ``explore`` finds it within 100 schedules with each seed tested.
+inside its bound (every schedule with at most ``PUBLISHER_DEVIATIONS`` = 2 departures from
+round-robin order; the model's ``set_weights`` is one step per layer), whatever the seed.
+``HandshakePublisher`` (a readers-writer handshake without a lock, issue #18 class 1) needs
+two: the reader goes first and the grader's own loops are glue with no decision points, so
+``explore`` finds it within 100 schedules with each seed tested.
 """
 
 from __future__ import annotations

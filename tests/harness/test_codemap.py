@@ -68,3 +68,28 @@ def test_equal_code_from_different_files_is_classified_separately():
     assert user == library  # code equality ignores the file name
     assert codemap.info(library).kind == codemap.LIBRARY
     assert codemap.info(user).kind == codemap.USER
+
+
+def test_code_under_test_cannot_make_its_own_code_invisible():
+    """The infos are immutable, and the cache behind them answers only the harness's code:
+    asking for it from here (as a notebook would) is refused and remembered."""
+    from autograder.harness import tamper
+
+    shared = {"count": 0}
+
+    def racy():
+        shared["count"] += 1
+
+    found = codemap.info(racy.__code__)
+    assert found.kind == codemap.USER and any(op is not None for op in found.ops)
+    with pytest.raises(AttributeError):
+        found.kind = codemap.LIBRARY
+    with pytest.raises(AttributeError):
+        object.__setattr__(found, "kind", codemap.LIBRARY)
+    try:
+        with pytest.raises(PermissionError):
+            codemap.harness_cache()
+        assert any("code map" in problem for problem in tamper.problems())
+    finally:
+        tamper._attempts.clear()
+    assert codemap.info(racy.__code__) is found

@@ -201,6 +201,14 @@ ATTACKS: dict[str, tuple[str, tuple[str, ...]]] = {
         "        mock._copy_func_details(hook, holder)\n"
         "        run = getattr(hook, '__self__', None) or getattr(\n"
         "            holder.__kwdefaults__['_function'], '__self__', None)")), TAMPERED),
+    "scheduler_code_map_poisoned": (
+        "from autograder.harness import codemap\n"
+        "for code in (SafeCounter.increment.__code__, SafeCounter.take.__code__):\n"
+        "    for poison in (lambda: object.__setattr__(codemap.info(code), 'kind', 2),\n"
+        "                   lambda: codemap.harness_cache().__setitem__(id(code), (\n"
+        "                       code, codemap.CodeInfo(codemap.LIBRARY, (), frozenset())))):\n"
+        "        try:\n            poison()\n        except Exception:\n            pass",
+        FAILS),
     # 6. Forging the verdict.
     "forged_report_lines": (
         "import os\nfor fd in range(3, 40):\n"
