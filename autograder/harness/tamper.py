@@ -195,20 +195,20 @@ def for_trusted_callers(getter: Callable[[], Any], trusted: tuple[str, ...],
 
     A caller whose code file starts with one of ``trusted`` gets ``getter()``; any other caller
     gets ``refuse()`` instead while ``getter()`` is not None. Its code lives here, in the
-    harness, so the scheduler never makes decision points of it.
+    harness, so the scheduler never makes decision points of it. The references it judges by
+    live in its closure, reachable only through the opaque hook, and it takes no arguments:
+    a default argument would let a caller pass its own ``trusted``.
     """
+    getframe = sys._getframe
 
-    def guarded(*args: Any, _getter: Callable[[], Any] = getter, _trusted=trusted,
-                _refuse=refuse, _getframe=sys._getframe) -> Any:
-        if args:
-            raise TypeError(f"takes no arguments ({len(args)} given)")
-        value = _getter()
+    def guarded() -> Any:
+        value = getter()
         if value is None:
             return None
-        caller = _getframe(2).f_code.co_filename  # 1 is the opaque hook that called this one
-        if caller.startswith(_trusted) or caller.startswith("<frozen "):
+        caller = getframe(2).f_code.co_filename  # 1 is the opaque hook that called this one
+        if caller.startswith(trusted) or caller.startswith("<frozen "):
             return value
-        return _refuse()
+        return refuse()
 
     return opaque(guarded)
 

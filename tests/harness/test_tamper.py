@@ -116,6 +116,18 @@ def test_an_opaque_hook_calls_what_it_hides():
     assert hook.__closure__ is None and hook.__code__ is tamper.OPAQUE_CODE
 
 
+def test_a_guard_for_trusted_callers_refuses_others_and_cannot_be_told_otherwise():
+    refused = []
+    guard = tamper.for_trusted_callers(lambda: "secret", ("/nowhere/",),
+                                       lambda: refused.append(1))
+    assert guard() is None and refused == [1]  # this test file is not under /nowhere/
+    with pytest.raises(TypeError):
+        guard(_trusted=("",))
+    with pytest.raises(TypeError):
+        guard("/")
+    assert guard.__closure__ is None and guard.__code__ is tamper.OPAQUE_CODE
+
+
 def test_an_adopted_guard_is_genuine_and_replacing_it_is_named(monkeypatch):
     module = types.ModuleType("fake_sys")
     module.hook = print

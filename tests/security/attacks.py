@@ -201,12 +201,20 @@ ATTACKS: dict[str, tuple[str, tuple[str, ...]]] = {
         "        mock._copy_func_details(hook, holder)\n"
         "        run = getattr(hook, '__self__', None) or getattr(\n"
         "            holder.__kwdefaults__['_function'], '__self__', None)")), TAMPERED),
+    "scheduler_through_gettrace_told_the_caller_is_trusted": (FORGE.replace("RUN", (
+        "        trace = sys.gettrace(_trusted=('',), _getter=sys.gettrace)\n"
+        "        cells = dict(zip(trace.__code__.co_freevars,\n"
+        "                         (c.cell_contents for c in trace.__closure__)))\n"
+        "        run = cells['run']")), FAILS),
     "scheduler_code_map_poisoned": (
         "from autograder.harness import codemap\n"
         "for code in (SafeCounter.increment.__code__, SafeCounter.take.__code__):\n"
         "    for poison in (lambda: object.__setattr__(codemap.info(code), 'kind', 2),\n"
         "                   lambda: codemap.harness_cache().__setitem__(id(code), (\n"
-        "                       code, codemap.CodeInfo(codemap.LIBRARY, (), frozenset())))):\n"
+        "                       code, codemap.CodeInfo(codemap.LIBRARY, (), frozenset()))),\n"
+        "                   lambda: codemap.harness_cache(_trusted=('',)).__setitem__(\n"
+        "                       id(code), (code, codemap.CodeInfo(codemap.LIBRARY, (),\n"
+        "                                                         frozenset())))):\n"
         "        try:\n            poison()\n        except Exception:\n            pass",
         FAILS),
     # 6. Forging the verdict.
