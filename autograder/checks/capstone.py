@@ -52,6 +52,7 @@ from typing import Any
 import numpy as np
 
 from autograder.checks import variables, warmup
+from autograder.checks.cache import frozen, memo
 from autograder.checks.child import Crashed, run_in_children
 from autograder.checks.plain import plain, plain_array
 from autograder.checks.report import call_text, require_ok
@@ -138,17 +139,15 @@ def requests_for(seed: int, clients: int, per_client: int, features: int = FEATU
 def reference_outputs(seed: int, rows: Sequence[np.ndarray]) -> np.ndarray:
     """What :func:`serving_model` ``(seed)`` answers for each row, run on this thread alone.
 
-    Cached per process by seed and rows: the graded runs repeat the same seeds.
+    Read-only, and cached per process by seed and rows for the grader's own calls (the
+    graded runs repeat the same seeds).
     """
     stacked = np.stack(rows)
-    key = (seed, stacked.shape, stacked.tobytes())
-    if key not in _REFERENCES:
-        twin = serving_model(seed)
-        _REFERENCES[key] = np.asarray(twin(stacked))
-    return _REFERENCES[key]
+    return _REFERENCES((seed, stacked.shape, stacked.tobytes()),
+                       lambda: frozen(serving_model(seed)(stacked)))
 
 
-_REFERENCES: dict[Any, np.ndarray] = {}
+_REFERENCES = memo("the capstone's reference outputs")
 
 
 def same_answer(output: Any, expected: np.ndarray) -> bool:
@@ -756,13 +755,11 @@ class _VersionedPool:
         return self.model
 
 
-_POOL: list[_VersionedPool] = []
+_POOL = memo("the capstone's versioned model")
 
 
 def _versioned_pool() -> _VersionedPool:
-    if not _POOL:
-        _POOL.append(_VersionedPool())
-    return _POOL[0]
+    return _POOL(None, _VersionedPool)
 
 
 def _update_problems(trial: UpdateTrial) -> list[str]:
@@ -1117,14 +1114,15 @@ def busy_model(seed: int = SEED) -> Any:
     Built and warmed once per process and seed, then shared by every run of the throughput
     check (it is never updated, so each service gets it as the last one left it).
     """
-    if seed not in _BUSY:
+    def build() -> Any:
         model = slow_model(seed, THROUGHPUT_CALL_S, busy=True)
         model.predict_on_batch(np.zeros((1, FEATURES), dtype="float32"))
-        _BUSY[seed] = model
-    return _BUSY[seed]
+        return model
+
+    return _BUSY(seed, build)
 
 
-_BUSY: dict[int, Any] = {}
+_BUSY = memo("the throughput check's model")
 
 
 def benchmark(service_class: Callable[..., Any], clients: int, *, requests: int,

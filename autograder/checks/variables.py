@@ -51,6 +51,7 @@ from typing import Any
 
 import numpy as np
 
+from autograder.checks.cache import memo
 from autograder.checks.plain import NotPlainData, plain, plain_array
 from autograder.checks.report import call_text, require_ok
 from autograder.harness import Result, explore, stress
@@ -276,6 +277,39 @@ class CounterRun:
     def __str__(self) -> str:
         return (f"lost updates in {self.losing_trials} of {len(self.counts)} trials, "
                 f"{self.lost_share:.1%} of {self.expected * len(self.counts)} increments")
+
+
+#: How long :func:`blocks_the_other` keeps the first critical section busy (seconds).
+HOLD_S = 1.0
+
+
+def blocks_the_other(first: Any, second: Any, *, hold_s: float = HOLD_S) -> bool:
+    """Whether ``second.execute`` has to wait while another thread is inside ``first``.
+
+    A real thread runs ``first.execute`` around a ``tf.py_function`` that signals it is inside,
+    then sleeps ``hold_s``. Once it is inside, this thread runs a one-op function in
+    ``second``. Decided by order, not by a timing threshold: True when ``second`` returned
+    only after ``first`` was released.
+    """
+    import tensorflow as tf
+
+    inside, released = threading.Event(), threading.Event()
+
+    def hold() -> int:
+        inside.set()
+        time.sleep(hold_s)
+        released.set()
+        return 0
+
+    holder = threading.Thread(
+        target=lambda: first.execute(lambda: tf.py_function(hold, [], tf.int32)), daemon=True)
+    holder.start()
+    if not inside.wait(30):
+        raise RuntimeError("the first critical section never ran its function")
+    second.execute(lambda: tf.constant(0))
+    waited = released.is_set()
+    holder.join(30)
+    return waited
 
 
 def count_increments(increment: Callable[[Any], Any], *, threads: int = 4,
@@ -849,13 +883,11 @@ class _ModelPool:
         return self.model
 
 
-_POOLS: dict[int, _ModelPool] = {}
+_POOLS = memo("the publisher checks' model pools")
 
 
 def _pool(layers: int) -> _ModelPool:
-    if layers not in _POOLS:
-        _POOLS[layers] = _ModelPool(layers)
-    return _POOLS[layers]
+    return _POOLS(layers, lambda: _ModelPool(layers))
 
 
 def run_publisher_stress(publisher_class: Callable[[Any], Any], *, seed: int = SEED,
@@ -1237,15 +1269,16 @@ def run_choice(choose: Callable[..., Any], *, seed: int = SEED,
     return run
 
 
-_SMALL_MODEL: list[Any] = []
+_SMALL_MODEL = memo("the choice check's model")
 
 
 def _shared_small_model() -> Any:
-    if not _SMALL_MODEL:
+    def build() -> Any:
         model = versioned_model()
         model.predict_on_batch(probe(model))
-        _SMALL_MODEL.append(model)
-    return _SMALL_MODEL[0]
+        return model
+
+    return _SMALL_MODEL(None, build)
 
 
 def _choice_problems(run: ChoiceRun, readers: int, updates: int,

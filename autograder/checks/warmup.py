@@ -32,6 +32,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from autograder.checks.cache import frozen, memo
 from autograder.checks.child import Crashed, run_in_children
 from autograder.checks.plain import NotPlainData, plain_array
 from autograder.checks.report import call_text, require_ok
@@ -177,15 +178,15 @@ def batches(seed: int, count: int, rows: int, features: int) -> list[np.ndarray]
 def _reference(make_model: Callable[[int], Any], seed: int,
                inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Outputs of a twin model, ``make_model(seed)``, built and run on this thread alone."""
-    key = (make_model, seed, tuple((x.shape, x.tobytes()) for x in inputs))
-    if key not in _REFERENCES:
+    def build() -> tuple[np.ndarray, ...]:
         twin = make_model(seed)
-        _REFERENCES[key] = [np.asarray(twin(x)) for x in inputs]
-    return _REFERENCES[key]
+        return tuple(frozen(twin(x)) for x in inputs)
+
+    return _REFERENCES((make_model, seed, tuple((x.shape, x.tobytes()) for x in inputs)), build)
 
 
 #: Reference outputs by model kind, seed and inputs: the graded trials are the same each run.
-_REFERENCES: dict[Any, list[np.ndarray]] = {}
+_REFERENCES = memo("the warmup checks' reference outputs")
 
 
 # --------------------------------------------------------------------------- tracing
@@ -897,16 +898,17 @@ LAZY_EXPLORE_THREADS = 2
 LAZY_DEVIATIONS = 2
 LAZY_SCHEDULES = 2000
 LAZY_SAMPLES = 20
-_WARM_MODELS: dict[int, keras.Model] = {}
+_WARM_MODELS = memo("the warmup checks' warm models")
 
 
 def _warm_tiny_net(features: int) -> keras.Model:
     """One built, warm :class:`TinyNet` per input width, made once per process."""
-    if features not in _WARM_MODELS:
+    def build() -> keras.Model:
         model = TinyNet(SEED)
         model(np.zeros((1, features), "float32"))
-        _WARM_MODELS[features] = model
-    return _WARM_MODELS[features]
+        return model
+
+    return _WARM_MODELS(features, build)
 
 
 @dataclass

@@ -187,7 +187,7 @@ def _categorise(instruction: dis.Instruction, code: types.CodeType,
 
 
 def _refuse_the_cache() -> None:
-    tamper.record_attempt("the race detector's code map (its cache of what each code does)")
+    tamper.record_attempt("reaching the race detector's code map (what each code object does)")
     raise PermissionError("the race detector's code map is not available to code under test")
 
 

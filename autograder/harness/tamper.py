@@ -213,6 +213,36 @@ def for_trusted_callers(getter: Callable[[], Any], trusted: tuple[str, ...],
     return opaque(guarded)
 
 
+def private_memo(trusted: tuple[str, ...], what: str) -> Callable[[Any, Callable[[], Any]], Any]:
+    """An :func:`opaque` memo whose stored values reach only the grader's own code.
+
+    ``memo(key, build)`` is called by a grader function (``reference_outputs``, a model pool)
+    whose file starts with one of ``trusted``. When that function's own caller is trusted too,
+    it returns the value built once for ``key``; for any other caller (an answer, a notebook
+    cell, a library relay such as a thread pool) it returns a fresh ``build()``, never stored.
+    So code under test can neither fill the cache in advance nor change in place a value a
+    later check will judge by. Called directly from untrusted code, it records the attempt
+    (``what``) and raises PermissionError. The store lives in a closure behind the opaque
+    hook; the memo takes no other arguments.
+    """
+    getframe = sys._getframe
+    store: dict[Any, Any] = {}
+
+    def memo(key: Any, build: Callable[[], Any]) -> Any:
+        owner = getframe(2)  # 1 is the opaque hook that called this one
+        if not owner.f_code.co_filename.startswith(trusted):
+            record_attempt(f"reaching {what}")
+            raise PermissionError(f"{what} is not available to code under test")
+        caller = owner.f_back
+        if caller is None or not caller.f_code.co_filename.startswith(trusted):
+            return build()
+        if key not in store:
+            store.setdefault(key, build())
+        return store[key]
+
+    return opaque(memo)
+
+
 def adopt(module: types.ModuleType, name: str, value: object) -> None:
     """Make ``value`` the genuine ``module.name`` from now on, here too if this module holds it.
 
@@ -250,8 +280,16 @@ def describe(obj: object) -> str:
 
 
 def record_attempt(what: str) -> None:
-    """Remember an attempt to overwrite a sealed harness name (the assignment was refused)."""
+    """Remember a refused attempt on the grader (``"overwriting autograder.harness.explore"``).
+
+    Every later harness run fails while it is remembered; the grading runner also reports it
+    as tampering with the cell that made it."""
     _attempts.append(what)
+
+
+def refused_attempts() -> list[str]:
+    """The list :func:`record_attempt` appends to, oldest first (the grading runner reads it)."""
+    return _attempts
 
 
 def snapshot_harness(modules: Iterable[types.ModuleType]) -> None:
@@ -280,27 +318,28 @@ def snapshot_public(package: types.ModuleType, names: Iterable[str]) -> None:
 
 
 class _SealedModule(types.ModuleType):
-    """A module whose public names cannot be reassigned (the attempt is refused and noted)."""
+    """A module whose sealed names (and class) cannot be reassigned (refused and noted)."""
 
     def __setattr__(self, name: str, value: object) -> None:
-        if name in vars(self).get("__sealed__", ()):
-            record_attempt(f"{self.__name__}.{name}")
+        if name == "__class__" or name in vars(self).get("__sealed__", ()):
+            record_attempt(f"overwriting {self.__name__}.{name}")
             raise AttributeError(f"{self.__name__}.{name} is part of the grader and cannot "
                                  "be replaced")
         super().__setattr__(name, value)
 
     def __delattr__(self, name: str) -> None:
         if name in vars(self).get("__sealed__", ()):
-            record_attempt(f"{self.__name__}.{name}")
+            record_attempt(f"deleting {self.__name__}.{name}")
             raise AttributeError(f"{self.__name__}.{name} is part of the grader and cannot "
                                  "be deleted")
         super().__delattr__(name)
 
 
 def seal(package: types.ModuleType, names: Iterable[str]) -> None:
-    """Refuse (and remember) later assignments to ``package``'s public names."""
-    vars(package)["__sealed__"] = frozenset(names)
-    package.__class__ = _SealedModule
+    """Refuse (and remember) later assignments to ``names`` of ``package`` (and to its class)."""
+    vars(package)["__sealed__"] = frozenset(names) | vars(package).get("__sealed__", frozenset())
+    if type(package) is not _SealedModule:
+        package.__class__ = _SealedModule
 
 
 def _harness_problems() -> list[str]:
@@ -331,7 +370,7 @@ def problems() -> list[str]:
             found.append(f"{label} was already replaced before the harness was imported "
                          f"(it is {describe(value)})")
     found.extend(_harness_problems())
-    found.extend(f"someone tried to overwrite {what}" for what in _attempts)
+    found.extend(f"someone tried {what}" for what in _attempts)
     return found
 
 

@@ -102,6 +102,7 @@ def main() -> None:  # noqa: PLR0915 - one straight sequence, kept together on p
 
     import autograder.harness  # noqa: F401 - imported so that it is sealed with the rest
     from autograder.checks import report
+    from autograder.harness import tamper
     from autograder.pipeline import kernel_guard, seal
 
     figures: list[bytes] = []
@@ -128,6 +129,8 @@ def main() -> None:  # noqa: PLR0915 - one straight sequence, kept together on p
     attempts: list[str] = []
     audit_hook = seal.make_audit_hook(seal.trusted_roots(), test_files, attempts)
     seal.hide_trace_function(attempts)
+    seal.seal_grader_modules()
+    harness_attempts = tamper.refused_attempts()
     integrity = seal.integrity_check(seal.protected_modules())
     sys.addaudithook(audit_hook)
 
@@ -138,7 +141,8 @@ def main() -> None:  # noqa: PLR0915 - one straight sequence, kept together on p
     sys.modules["__main__"] = notebook
     namespace = notebook.__dict__
     try:
-        _run(cells, compiled, namespace, preload, integrity, attempts, figures, cell_names, send)
+        _run(cells, compiled, namespace, preload, integrity, attempts, figures, cell_names, send,
+             harness_attempts)
     except BaseException:  # noqa: BLE001 - the runner's own failure, for the grader's log
         sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
         import traceback
@@ -150,7 +154,7 @@ def main() -> None:  # noqa: PLR0915 - one straight sequence, kept together on p
 
 
 def _run(cells, compiled, namespace, preload, integrity, attempts, figures, cell_names, send,
-         _dict=dict, _sys=sys, _list=list, _bytes=bytes, _builtins=builtins,
+         harness_attempts, _dict=dict, _sys=sys, _list=list, _bytes=bytes, _builtins=builtins,
          _capture=io.StringIO, _execute=None, _text=None) -> None:
     """Run every cell in order, sending ``start`` and ``end`` events.
 
@@ -159,6 +163,7 @@ def _run(cells, compiled, namespace, preload, integrity, attempts, figures, cell
     looks a global up once the first cell has run.
     """
     since_last_test: list[str] = []
+    reported = len(harness_attempts)
     for index, cell in enumerate(cells):
         send({"t": "start", "cell": index})
         out, err = _capture(), _capture()
@@ -194,6 +199,8 @@ def _run(cells, compiled, namespace, preload, integrity, attempts, figures, cell
         else:
             event["error"], event["result"] = _execute(body, last, namespace, cell_names)
         _sys.stdout, _sys.stderr = _sys.__stdout__, _sys.__stderr__
+        attempts.extend(harness_attempts[reported:])
+        reported = len(harness_attempts)
         since_last_test.extend(attempts)
         event["tamper"] = _list(attempts)
         attempts.clear()

@@ -52,14 +52,11 @@ _WATCHED = (_FRAME_EVENTS | _STUDENT_REFUSED
 #: Class attributes the standard library adds to classes at run time (``copyreg`` when an
 #: instance is pickled): not a change a notebook made.
 _ADDED_BY_LIBRARIES = frozenset({"__slotnames__"})
-#: Grader module globals that fill as checks run (caches of reference outputs and models,
-#: the harness's code map and records): their contents may change, so only their identity is
-#: remembered. Every other dict, list or set in a grader module must keep its contents.
+#: Grader module globals that fill as checks run (the harness's records of running threads
+#: and refused attempts): their contents may change, so only their identity is remembered.
+#: Every other dict, list or set in a grader module must keep its contents; the checks keep
+#: their caches of reference outputs and models out of reach (``autograder.checks.cache``).
 _GRADER_CACHES = frozenset({
-    "autograder.checks.capstone._REFERENCES", "autograder.checks.capstone._POOL",
-    "autograder.checks.capstone._BUSY", "autograder.checks.variables._POOLS",
-    "autograder.checks.variables._SMALL_MODEL", "autograder.checks.warmup._REFERENCES",
-    "autograder.checks.warmup._WARM_MODELS",
     "autograder.harness.scheduler._ACTIVE_THREADS", "autograder.harness.tamper._attempts",
 })
 _MEMORY_FILE = re.compile(r"(^|/)(mem|pagemap)$")
@@ -340,16 +337,36 @@ def _defines_no_functions(cls: type) -> bool:
         isinstance(v, types.FunctionType) for v in vars(cls).values())
 
 
+def _grader_module_names() -> list[str]:
+    return [name for name in sys.modules
+            if name.startswith(("autograder.harness", "autograder.checks", "autograder.pipeline"))
+            or name in ("autograder", "autograder.lesson")]
+
+
+def seal_grader_modules() -> None:
+    """Refuse, from now on, ``module.name = value`` on every name of the grader's modules.
+
+    :func:`integrity_check` finds a replaced name only after the test cell; an answer that
+    swapped a check's helper while the check ran and swapped it back before the check
+    returned would slip past it. Assignments through the module are refused as they happen
+    (and recorded: see :func:`autograder.harness.tamper.record_attempt`). Writes straight
+    into a module's dictionary raise no audit event and are still checked only afterwards.
+    """
+    from autograder.harness import tamper
+
+    for name in _grader_module_names():
+        module = sys.modules[name]
+        if isinstance(module, types.ModuleType):
+            tamper.seal(module, list(vars(module)))
+
+
 def protected_modules() -> dict[str, tuple[str, ...] | None]:
     """What :func:`integrity_check` remembers: every name of the grader's modules; the
     primitives, clocks and trace hooks of the standard library that the harness relies on; and
     every function, class and module of a library (NumPy, TensorFlow, ``random``,
     ``statistics``...) that the grader's code names, so that ``numpy.allclose = ...`` in a
     notebook cannot change what a check concludes."""
-    grader: dict[str, tuple[str, ...] | None] = {
-        name: None for name in sys.modules
-        if name.startswith(("autograder.harness", "autograder.checks", "autograder.pipeline"))
-        or name in ("autograder", "autograder.lesson")}
+    grader: dict[str, tuple[str, ...] | None] = {name: None for name in _grader_module_names()}
     protected = {name: set(names) for name, names in _library_names(grader).items()}
     for name, names in PROTECTED.items():
         protected.setdefault(name, set()).update(names)

@@ -128,6 +128,38 @@ def test_a_guard_for_trusted_callers_refuses_others_and_cannot_be_told_otherwise
     assert guard.__closure__ is None and guard.__code__ is tamper.OPAQUE_CODE
 
 
+def _grader_functions(memo):
+    """``owner(key, build)`` and ``via_owner(key, build)``, compiled as if under ``/grader/``."""
+    namespace = {"memo": memo}
+    exec(compile("def owner(key, build):\n    return memo(key, build)\n"
+                 "def via_owner(key, build):\n    return owner(key, build)\n",
+                 "/grader/checks.py", "exec"), namespace)
+    return namespace["owner"], namespace["via_owner"]
+
+
+def test_a_private_memo_keeps_its_values_for_the_graders_own_callers():
+    memo = tamper.private_memo(("/grader/",), "the references")
+    owner, via_owner = _grader_functions(memo)
+    first = via_owner("key", object)
+    assert via_owner("key", object) is first
+    assert memo.__closure__ is None and memo.__code__ is tamper.OPAQUE_CODE
+
+
+def test_a_private_memo_builds_afresh_for_any_other_caller_and_stores_nothing():
+    memo = tamper.private_memo(("/grader/",), "the references")
+    owner, via_owner = _grader_functions(memo)
+    handed = owner("key", object)  # this test file is not under /grader/
+    assert owner("key", object) is not handed
+    assert via_owner("key", object) is not handed
+
+
+def test_a_private_memo_called_by_code_under_test_is_refused_and_recorded():
+    memo = tamper.private_memo(("/grader/",), "the references")
+    with pytest.raises(PermissionError, match="the references"):
+        memo("key", lambda: "forged")
+    assert tamper._attempts == ["reaching the references"]
+
+
 def test_an_adopted_guard_is_genuine_and_replacing_it_is_named(monkeypatch):
     module = types.ModuleType("fake_sys")
     module.hook = print
@@ -149,7 +181,7 @@ def test_assigning_to_the_public_api_is_refused_and_later_results_fail():
     assert autograder.harness.explore is explore
     result = explore(*correct("counter"), max_schedules=2)
     assert result.verdict == "error"
-    assert "tried to overwrite autograder.harness.explore" in result.message
+    assert "tried overwriting autograder.harness.explore" in result.message
 
 
 def test_replacing_a_harness_function_in_its_module_is_caught(monkeypatch):

@@ -144,6 +144,7 @@ SEALED_RUN = textwrap.dedent('''
     attempts = []
     hook = seal.make_audit_hook(seal.trusted_roots(), [], attempts)
     seal.hide_trace_function(attempts)
+    seal.seal_grader_modules()
     sys.addaudithook(hook)
     STUDENT = {student!r}
     found = {{}}
@@ -201,3 +202,41 @@ def test_code_under_test_cannot_reach_the_schedulers_trace_function_or_hooks():
         assert verdict == "error", name
         assert len(attempts) == 1 and ("sys.gettrace()" in attempts[0]
                                        or "hidden references" in attempts[0]), (name, attempts)
+
+
+SEALED_MODULES = textwrap.dedent('''
+    import json, types
+    from autograder.checks import anatomy
+    from autograder.harness import tamper
+    from autograder.pipeline import seal
+
+    seal.seal_grader_modules()
+    refused = []
+    for name, value in (("require_ok", print), ("__class__", types.ModuleType)):
+        try:
+            setattr(anatomy, name, value)
+        except AttributeError:
+            refused.append(name)
+    try:
+        del anatomy.run_counter
+    except AttributeError:
+        refused.append("del run_counter")
+    anatomy.NEW_NAME = 1  # a name the grader never had is the student's own business
+    print(json.dumps([refused, tamper.refused_attempts(), type(anatomy).__name__]))
+''')
+
+
+def test_assigning_to_a_grader_modules_names_is_refused_as_it_happens():
+    """Integrity is compared after each test cell; an answer that swaps a check's helper while
+    the check runs and swaps it back would pass that comparison (the attack corpus's
+    ``rebind_a_check_helper_only_while_the_check_runs``). In a sealed child process the
+    assignment itself is refused and recorded."""
+    done = subprocess.run([sys.executable, "-c", SEALED_MODULES], capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    refused, attempts, kind = json.loads(done.stdout.splitlines()[-1])
+    assert refused == ["require_ok", "__class__", "del run_counter"]
+    assert attempts == ["overwriting autograder.checks.anatomy.require_ok",
+                        "overwriting autograder.checks.anatomy.__class__",
+                        "deleting autograder.checks.anatomy.run_counter"]
+    assert kind == "_SealedModule"

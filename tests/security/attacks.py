@@ -108,6 +108,16 @@ ATTACKS: dict[str, tuple[str, tuple[str, ...]]] = {
         "from autograder.harness import exploration\n"
         "for key in list(exploration._ROTATIONS):\n    exploration._ROTATIONS[key] = ('random',)",
         TAMPERED),
+    # Swapped in while the check runs, swapped back by the check's own call to it: the names
+    # are the same again when the test cell ends (a pass, before assignments were refused).
+    "rebind_a_check_helper_only_while_the_check_runs": (
+        "import autograder.checks.anatomy as _anatomy\n"
+        "_real_require_ok = _anatomy.require_ok\n"
+        "def _lenient(*args, **kwargs):\n    _anatomy.require_ok = _real_require_ok\n"
+        "_Racy = SafeCounter\nclass SafeCounter(_Racy):\n    def increment(self, by=1):\n"
+        "        if _anatomy.require_ok is _real_require_ok:\n"
+        "            _anatomy.require_ok = _lenient\n"
+        "        super().increment(by)", TAMPERED),
     # 2. Answers that lie: values whose comparisons always agree.
     "lying_number_from_take": (
         "class Liar(int):\n    def __eq__(self, other):\n        return True\n"

@@ -67,3 +67,39 @@ def test_the_functions_a_check_hands_an_answer_lead_to_none_of_its_records():
         assert function.__closure__ is None and not hasattr(function, "args"), function
         assert not hasattr(function, "__self__") and not hasattr(function, "__wrapped__")
     assert float(handed[-2](3)[0]) == 30.0 and log[0][0] == "read"
+
+
+def test_an_answer_can_neither_fill_nor_change_the_checks_stored_references_and_models():
+    """The checks' caches (reference outputs, warm models, model pools) were module dicts: one
+    line such as ``warmup._REFERENCES[key] = outputs_of_the_wrong_answer``, or writing into a
+    stored reference array, would have made a wrong answer match. Now the stores are private
+    (``autograder.checks.cache``): code under test gets fresh values and cannot call them."""
+    import os
+
+    from autograder.checks import cache, capstone, variables, warmup
+    from autograder.harness import tamper
+
+    rows = capstone.requests_for(5, 1, 2)[0]
+    handed = capstone.reference_outputs(5, rows)
+    assert capstone.reference_outputs(5, rows) is not handed
+    namespace = {"capstone": capstone, "rows": rows}
+    exec(compile("def grader():\n    return capstone.reference_outputs(5, rows)\n",  # noqa: S102
+                 os.path.join(cache.GRADER_DIR, "checks", "a_check.py"), "exec"), namespace)
+    stored = namespace["grader"]()
+    assert namespace["grader"]() is stored and stored is not handed
+    for reference in (handed, stored):
+        with pytest.raises(ValueError):
+            reference[...] = 0
+        with pytest.raises(ValueError):
+            reference.flags.writeable = True
+    stores = (capstone._REFERENCES, capstone._POOL, capstone._BUSY, variables._POOLS,
+              variables._SMALL_MODEL, warmup._REFERENCES, warmup._WARM_MODELS)
+    try:
+        for store in stores:
+            with pytest.raises(PermissionError):
+                store(5, lambda: "forged")
+            with pytest.raises(TypeError):
+                store[5] = "forged"
+        assert len(tamper._attempts) == len(stores)
+    finally:
+        tamper._attempts.clear()
