@@ -348,8 +348,9 @@ claim("the scheduler found the deadlock with every seed",
 # ### The torn snapshot, step by step
 #
 # Draw the schedule `explore` found for the two-thread metrics run. Each lane is a thread;
-# each bar is a stretch it ran, labelled with the lines of this notebook's cells it executed;
-# the dashed lines are the switches the scheduler chose:
+# each bar is a stretch it ran, labelled with the reads and writes it made there and the values
+# it read or wrote (`read requests=0`, `write requests=1`); the dashed lines are the switches
+# the scheduler chose:
 
 # %%
 seen = []
@@ -357,7 +358,10 @@ replay(setup, [one_request, dashboard], lambda state: seen.extend(state["snapsho
 print("the dashboard's snapshot in that schedule:", seen)
 claim("in that schedule the snapshot counted the request in requests but not yet in ok",
       [(s["requests"], s["ok"] + s["errors"]) for s in seen] == [(1, 0)])
-torn.figure()
+figure = torn.figure()
+claim("the figure names the request thread's write of requests, with its value",
+      any("write requests=1" in text.get_text() for text in figure.axes[0].texts))
+figure
 
 # %% [markdown]
 # Read it with the message printed under "See it break": the request thread paused in the

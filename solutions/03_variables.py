@@ -22,8 +22,8 @@
 # **What you will see break.** Four threads add one to a shared step counter with
 # `v.assign(v + 1)`: steps disappear in every trial; inside `tf.function` fewer, but still
 # some; they disappear with TensorFlow 1's `use_locking=True` too. `assign_add` loses
-# none, and so does `tf.CriticalSection`, yet the step numbers `assign_add` seems to return
-# are handed out twice. Then a model is trained on one thread (with `set_weights`, an optimizer
+# none, and so does `tf.CriticalSection` (though two unrelated critical sections block each
+# other), yet the step numbers `assign_add` seems to return are handed out twice. Then a model is trained on one thread (with `set_weights`, an optimizer
 # step, `fit`) while another serves it: you count the predictions computed with the first
 # layers of one version and the last layers of another. A model built to report the version
 # of each layer makes every such torn prediction visible.
@@ -447,9 +447,28 @@ claim("tf.CriticalSection around assign(v + 1) lost no update", critical_run.los
 
 # %% [markdown]
 # It does for TensorFlow ops what a `threading.Lock` does for Python: the read and the write
-# run as one unit. It only excludes other `execute` calls on the same `CriticalSection`, so
-# every piece of code that touches the variable must go through it; for a plain counter
-# `assign_add` is simpler.
+# run as one unit, and every piece of code that touches the variable must go through it; for
+# a plain counter `assign_add` is simpler.
+#
+# Which other `execute` calls does it exclude? Its documentation speaks of one critical
+# section. Check it on TensorFlow 2.21: `variables.blocks_the_other(first, second)` keeps a
+# thread inside `first` for a second and tells you whether `second.execute` had to wait.
+# Try two critical sections made the plain way, then two given their own `shared_name`:
+
+# %%
+plain_pair = variables.blocks_the_other(tf.CriticalSection(), tf.CriticalSection())
+named_pair = variables.blocks_the_other(tf.CriticalSection(shared_name="weights"),
+                                        tf.CriticalSection(shared_name="steps"))
+print("two tf.CriticalSection() objects, one waits for the other:", plain_pair)
+print("two with their own shared_name, one waits for the other: ", named_pair)
+claim("two plain critical sections excluded each other; two with their own shared_name did not",
+      plain_pair and not named_pair)
+
+# %% [markdown]
+# Made eagerly without a `shared_name`, every `tf.CriticalSection` uses the same mutex
+# resource (its name is empty), so a critical section around one variable also blocks the
+# critical sections of every other. That is safe but serializes unrelated work: give each one
+# its own `shared_name` when they guard different resources.
 #
 # ### A torn prediction, pass by pass
 #

@@ -27,7 +27,7 @@
 # every epoch in a sequential map and cannot be reproduced in a parallel one.
 #
 # **What you will build.** Three pipelines, each graded by iterating it from several real
-# threads at once:
+# threads at once, and one function for a parallel `map` that keeps count:
 #
 # 1. `make_dataset`: a loader that yields every record exactly once, on every iteration, from
 #    any number of threads.
@@ -35,6 +35,8 @@
 #    image.
 # 3. `fast_pipeline`: parallel reads, prefetching and a deterministic order, measured against
 #    the naive loop.
+# 4. `ServedStats`: a read function that counts what it served and what failed while tf.data
+#    calls it from several threads at once, without making the reads wait for each other.
 #
 # **How long it takes.** About 40 minutes. The notebook runs top to bottom in about a minute
 # on two cores. All I/O and compute here is simulated with `time.sleep` (which, like real I/O,
@@ -533,6 +535,109 @@ tfdata.check_fast(fast_pipeline)
 ### END HIDDEN TESTS
 
 # %% [markdown]
+# ### Exercise 4: count what a parallel map served
+#
+# A loader should report what it did. Write the class `ServedStats(read)`, a function for a
+# parallel `map` (through `tf.numpy_function`, as in "Shared Python state inside a parallel
+# map" above) that counts two things: records served, and reads that failed. Calling it,
+# `stats(i)`, returns `read(i)` unchanged and counts one served record; when `read(i)` raises
+# (a missing file), it counts one failed read and raises the same error again, so tf.data
+# reports it. `stats.served()` and `stats.failed()` return the counts so far.
+#
+# tf.data calls one `stats` object from several of its threads at once, and `read` blocks for
+# a while, so two rules hold together: no count may be lost, and the reads must still
+# overlap (nothing may make one thread's read wait for another's).
+#
+# The grader first calls your object from two threads under the controlled scheduler of
+# lesson 00 (every interleaving of their Python with at most one switch, then sampled ones;
+# one read of each thread fails), and compares the counts with what really happened. Then it
+# maps four records in parallel with a read whose first two calls each wait, at most a few
+# seconds, for the other to start.
+
+# %% nbgrader={"grade": false, "grade_id": "ex_tfdata_served", "locked": false, "schema_version": 3, "solution": true, "task": false}
+class ServedStats:
+    """Wraps ``read`` for a parallel map: counts the records served and the reads that failed."""
+
+    def __init__(self, read):
+        ### BEGIN SOLUTION
+        self._read = read
+        self._lock = threading.Lock()
+        self._served = 0
+        self._failed = 0
+        ### END SOLUTION
+
+    def __call__(self, i):
+        """Return ``read(i)`` and count it; count a failed read and raise its error again."""
+        ### BEGIN SOLUTION
+        try:
+            record = self._read(i)
+        except Exception:
+            with self._lock:
+                self._failed += 1
+            raise
+        with self._lock:
+            self._served += 1
+        return record
+        ### END SOLUTION
+
+    def served(self):
+        """The number of calls that returned a record so far."""
+        ### BEGIN SOLUTION
+        with self._lock:
+            return self._served
+        ### END SOLUTION
+
+    def failed(self):
+        """The number of calls whose read raised so far."""
+        ### BEGIN SOLUTION
+        with self._lock:
+            return self._failed
+        ### END SOLUTION
+
+
+# %%
+def sometimes_missing(i):
+    if i % 5 == 4:
+        raise FileNotFoundError(f"record {i} is missing")
+    return read(i)
+
+
+stats = ServedStats(sometimes_missing)
+
+
+def load_counted(i):
+    out = tf.numpy_function(stats, [i], tf.float32)
+    out.set_shape((tfdata.WIDTH,))
+    return out
+
+
+counted = tf.data.Dataset.range(16).map(load_counted, num_parallel_calls=4).ignore_errors()
+yielded = len(list(counted))
+print(f"records the map yielded: {yielded} of 16; served() = {stats.served()}, "
+      f"failed() = {stats.failed()}")
+claim("served() counted every record the map yielded, and failed() every one it dropped",
+      (stats.served(), stats.failed()) == (yielded, 16 - yielded))
+
+# %% nbgrader={"grade": true, "grade_id": "test_tfdata_served", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+tfdata.served_on_one_thread(ServedStats)  # stats(0), stats(1) raising, stats(2); counts 2 and 1
+shared = ServedStats(tfdata.make_read(0.0))
+
+
+def load_shared(i):
+    out = tf.numpy_function(shared, [i], tf.float32)
+    out.set_shape((tfdata.WIDTH,))
+    return out
+
+
+served = len(list(tf.data.Dataset.range(40).map(load_shared, num_parallel_calls=4)))
+assert served == 40, f"a parallel map over 40 records yielded {served}"
+assert (shared.served(), shared.failed()) == (40, 0), "after 40 records: expected served() == 40, failed() == 0"
+quick_test_passed()
+### BEGIN HIDDEN TESTS
+tfdata.check_served(ServedStats)
+### END HIDDEN TESTS
+
+# %% [markdown]
 # ## Measure it
 #
 # Compare the naive loop, `prefetch` alone and your pipeline against the ideal bound, a few
@@ -569,4 +674,6 @@ tfdata.plot_timeline([("fast_pipeline", rows["fast_pipeline"][0])])
 #
 # Let `tf.data` own the threads: give it functions (never shared generators or buffers), read
 # in parallel with `num_parallel_calls` and overlap with `prefetch`, keep `deterministic`
-# unless order truly does not matter, and seed randomness per element with stateless ops.
+# unless order truly does not matter, and seed randomness per element with stateless ops. A
+# function you map in parallel runs on several threads at once: lock the state it shares,
+# and only the state, never the read.

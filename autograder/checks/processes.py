@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from autograder.checks import process_workers
+from autograder.checks.kit import bounded
 from autograder.checks.plain import NotPlainData, plain, plain_array
 
 SHM_DIR = Path("/dev/shm")
@@ -244,32 +245,6 @@ def _graded_requests() -> tuple[tuple[tuple[int, ...], ...], tuple[tuple[float, 
 # --------------------------------------------------------------------------- bounded calls
 
 
-def _bounded(exercise: str, what: str, call: Callable[[], Any], timeout_s: float) -> Any:
-    """Run ``call`` on a daemon thread for at most ``timeout_s``; its result, or fail in words."""
-    outcome: list[tuple[bool, Any]] = []
-
-    def body() -> None:
-        try:
-            outcome.append((True, call()))
-        except BaseException as error:  # noqa: BLE001 - reported to the student below
-            outcome.append((False, error))
-
-    thread = threading.Thread(target=body, name=f"{exercise}: {what}", daemon=True)
-    thread.start()
-    thread.join(timeout_s)
-    if not outcome:
-        raise AssertionError(f"{exercise}: {what} did not finish within {timeout_s:g} s; "
-                             "expected it to return: something waits for an answer, a "
-                             "process or a lock that never comes")
-    ok, value = outcome[0]
-    if not ok:
-        lines = str(value).strip().splitlines()
-        first = f": {lines[0]}" if lines else ""
-        raise AssertionError(f"{exercise}: {what} raised {type(value).__name__}{first}; "
-                             "expected it to work") from None
-    return value
-
-
 # --------------------------------------------------------------------------- exercise 1: the pool
 
 
@@ -300,7 +275,7 @@ def run_pool(pool_class: Callable[..., Any], *, workers: int = POOL_WORKERS,
     marks = tempfile.mkdtemp(prefix="racelab-served-by-")
     target = functools.partial(process_workers.serve, served_by=marks)
     try:
-        pool = _bounded(exercise, f"SharedWeightsPool(weights, {workers}, serve)",
+        pool = bounded(exercise, f"SharedWeightsPool(weights, {workers}, serve)",
                         lambda: pool_class(list(embedding_weights()), workers, target), START_S)
         started = before.since()
         seen.workers = started.processes
@@ -310,7 +285,7 @@ def run_pool(pool_class: Callable[..., Any], *, workers: int = POOL_WORKERS,
         for pid in seen.workers:
             with contextlib.suppress(Exception):
                 seen.worker_uss_mb[pid] = uss_mb(pid)
-        _bounded(exercise, "close()", pool.close, CLOSE_S)
+        bounded(exercise, "close()", pool.close, CLOSE_S)
         seen.still_running = _wait_for_exit(seen.workers)
         seen.other_target = [pid for pid in seen.workers if pid not in seen.still_running
                              and not os.path.exists(os.path.join(marks, str(pid)))]
@@ -379,7 +354,7 @@ def _load(exercise: str, pool: Any, seen: PoolRun) -> None:
         for thread in threads:
             thread.join()
 
-    _bounded(exercise, f"predict() from {POOL_THREADS} threads at once", load, LOAD_S)
+    bounded(exercise, f"predict() from {POOL_THREADS} threads at once", load, LOAD_S)
     if not_plain:
         raise AssertionError(f"{not_plain[0]} (expected the model's output, {OUTPUTS} numbers)")
     for index, (got, want) in enumerate(zip(outputs, expected, strict=True)):
@@ -477,7 +452,7 @@ def run_ledger_once(run_ledger: Callable[[int, int], Any], *, workers: int = LED
     os.environ[process_workers.RECEIPTS_ENV] = receipts
     watcher.start()
     try:
-        seen.totals = _bounded(exercise, f"run_ledger({workers}, {updates})",
+        seen.totals = bounded(exercise, f"run_ledger({workers}, {updates})",
                                lambda: run_ledger(workers, updates), LEDGER_S)
     finally:
         watcher.stop()

@@ -5,7 +5,8 @@ own threads (the workers of a parallel ``map``, the prefetch thread, ``from_gene
 calls into Python). The controlled scheduler runs TF ops atomically and cannot see them, so
 the checks use the stress runner (:func:`autograder.harness.stress`): real threads released
 together at the smallest switch interval, each iterating the student's pipeline while the
-others do.
+others do. The one piece of pure Python shared between tf.data's threads, exercise 4's
+counting wrapper, is explored with the controlled scheduler instead.
 
 - :func:`check_loader`: one thread iterates the dataset twice (two epochs), then in each trial
   two threads iterate one dataset at the same time; each iteration must yield every record
@@ -14,6 +15,11 @@ others do.
   see exactly the images a first, one-thread run produced (same augmentation every run), every
   image must be a brightness shift in range plus an optional flip, with the shifts differing
   from image to image and from seed to seed.
+- :func:`check_served`: a read wrapper that counts the records it served and the reads that
+  failed, called by tf.data's threads at once. Its counting is pure Python, so it is explored
+  with the controlled scheduler (two threads calling one object), and so is the overlap of
+  its reads (two reads that wait for each other must both finish); then a real parallel map
+  checks it end to end.
 - :func:`check_fast`: the pipeline must yield ``transform(read(i))`` in order; its reads must
   run in parallel and overlap the training step; and its speed-up over the naive loop, measured
   in the same run (the naive loop, the ideal bound and the pipeline run at the same time so a
@@ -37,9 +43,10 @@ from typing import Any
 
 import numpy as np
 
-from autograder.checks.plain import exception_line, plain_array
+from autograder.checks.kit import bounded
+from autograder.checks.plain import exception_line, plain, plain_array
 from autograder.checks.report import call_text, require_ok
-from autograder.harness import Result, stress
+from autograder.harness import Result, explore, stress
 from autograder.harness.tamper import opaque
 
 SEED = 4
@@ -661,6 +668,190 @@ def check_fast(fast_pipeline: Callable[..., Any]) -> None:
             f"{name}: expected a speed-up over the naive loop of at least "
             f"{MIN_SHARE_OF_IDEAL:.0%} of the ideal {run.ideal_speedup:.2f}x measured in the same "
             f"run, but measured {run.speedup:.2f}x ({run.share_of_ideal:.0%} of ideal)")
+
+
+# --------------------------------------------------------------------------- exercise 4
+
+#: Schedules per explored run of ``ServedStats``. Search bound: every schedule with at most one
+#: preemption (28 for the solution; the lost update of an unlocked ``+=`` needs one), then
+#: seeded samples up to this count. Every wrong answer in the tests is found in the first 28.
+SERVED_SCHEDULES = 100
+#: Records the integration run maps in parallel through ``tf.numpy_function``.
+SERVED_RECORDS = 4
+#: Schedules of the overlap run (two calls whose reads wait for each other): a lock held
+#: through the read deadlocks in the first schedule; a correct answer passes every one.
+OVERLAP_SCHEDULES = 20
+
+
+class MissingRecord(OSError):
+    """What the explored runs' ``read`` raises for an odd index (a file that is not there)."""
+
+
+def flaky_read(index: Any) -> np.ndarray:
+    """An instant ``read``: ``record(index)`` for an even index, :class:`MissingRecord` for odd."""
+    index = int(index)
+    if index % 2:
+        raise MissingRecord(f"record {index} is missing")
+    return record(index)
+
+
+class _ServedRun:
+    """One explored schedule: the student's object over :func:`flaky_read`, and what each call
+    really did (appended by the grader's workers: a list append is one atomic step)."""
+
+    def __init__(self, stats_class: Callable[[Callable[[Any], np.ndarray]], Any]) -> None:
+        self.stats = stats_class(flaky_read)
+        self.outcomes: list[str] = []
+
+    def call(self, index: int) -> None:
+        try:
+            self.stats(index)
+        except MissingRecord:
+            self.outcomes.append("failed")
+            return
+        self.outcomes.append("served")
+
+
+def _served_worker(indices: Sequence[int]) -> Callable[[_ServedRun], None]:
+    def work(run: _ServedRun) -> None:
+        for index in indices:
+            run.call(index)
+    return work
+
+
+def _counts(stats: Any, exercise: str = "ServedStats") -> tuple[int, int]:
+    return (plain(stats.served(), f"{exercise}.served()", int),
+            plain(stats.failed(), f"{exercise}.failed()", int))
+
+
+def served_on_one_thread(stats_class: Callable[..., Any]) -> None:
+    """The contract on one thread, within :data:`TIMEOUT_S`: records come back unchanged, a
+    failing read's error is raised again, and the counts match; AssertionError if not."""
+    calls = "stats(0), stats(1) (its read raises), stats(2)"
+
+    def body() -> tuple[list[Any], tuple[int, int]]:
+        stats = stats_class(flaky_read)
+        got: list[Any] = [stats(0)]
+        try:
+            stats(1)
+        except MissingRecord:
+            got.append("raised")
+        else:
+            got.append("returned")
+        got.append(stats(2))
+        return got, _counts(stats)
+
+    got, counts = bounded("ServedStats", f"on one thread, {calls}", body, TIMEOUT_S)
+    what = "ServedStats: on one thread"
+    if _identify(_values(got[0], f"{what}, stats(0)")) != 0 \
+            or _identify(_values(got[2], f"{what}, stats(2)")) != 2:
+        raise AssertionError(f"{what}, stats(0) and stats(2) should return read(0) and read(2) "
+                             "unchanged")
+    if got[1] != "raised":
+        raise AssertionError(f"{what}, stats(1) returned although read(1) raised; expected the "
+                             "read's error to be raised again (after counting it)")
+    if counts != (2, 1):
+        raise AssertionError(f"{what}, after {calls}: served() == {counts[0]} and failed() == "
+                             f"{counts[1]}; expected 2 and 1")
+
+
+def run_served(stats_class: Callable[..., Any], *, seed: int = SEED,
+               max_schedules: int = SERVED_SCHEDULES) -> Result:
+    """Explore two threads calling one object as tf.data's workers would, two calls each
+    (one read served, one read failing); ``served()`` and ``failed()`` must then count
+    exactly the calls that returned and that raised."""
+
+    def check(run: _ServedRun) -> None:
+        served, failed = _counts(run.stats)
+        want = (run.outcomes.count("served"), run.outcomes.count("failed"))
+        assert (served, failed) == want, (
+            f"{want[0]} calls returned a record and {want[1]} raised, so expected served() "
+            f"== {want[0]} and failed() == {want[1]}, but they were {served} and {failed}: "
+            + ("counts were lost (two threads read the same count, and each wrote back its "
+               "own count plus one)" if served + failed < sum(want) else
+               "calls were counted more than once" if served + failed > sum(want) else
+               "calls were counted as the wrong kind"))
+
+    return explore(lambda: _ServedRun(stats_class),
+                   [_served_worker([0, 1]), _served_worker([2, 3])], check,
+                   seed=seed, max_schedules=max_schedules, timeout_s=TIMEOUT_S)
+
+
+def run_overlap(stats_class: Callable[..., Any], *, seed: int = SEED,
+                max_schedules: int = OVERLAP_SCHEDULES) -> Result:
+    """Explore two threads calling one object, ``stats(0)`` and ``stats(1)``, whose reads each
+    wait until the other read has started. Reads that overlap finish in every schedule; an
+    object that makes one read wait for another (a lock held through ``read``) deadlocks."""
+
+    def setup() -> Any:
+        started = [threading.Event(), threading.Event()]
+
+        def read(index: Any) -> np.ndarray:
+            index = int(index)
+            started[index].set()
+            started[1 - index].wait()
+            return record(index)
+
+        return stats_class(read)
+
+    return explore(setup, [lambda stats: stats(0), lambda stats: stats(1)], lambda _: True,
+                   seed=seed, max_schedules=max_schedules, timeout_s=TIMEOUT_S)
+
+
+def served_by_a_parallel_map(stats_class: Callable[..., Any]) -> tuple[int, int]:
+    """Map :data:`SERVED_RECORDS` records in parallel through ``tf.numpy_function(stats, ...)``
+    on tf.data's own threads (bounded); ``(served(), failed())`` afterwards.
+
+    Raises:
+        AssertionError: the map failed or hung, or a record came back changed.
+    """
+    import tensorflow as tf
+
+    exercise = "ServedStats"
+    stats = stats_class(make_read(0.0))
+
+    def load(index: Any) -> Any:
+        out = tf.numpy_function(stats, [index], tf.float32)
+        out.set_shape((WIDTH,))
+        return out
+
+    dataset = tf.data.Dataset.range(SERVED_RECORDS).map(load, num_parallel_calls=SERVED_RECORDS)
+    got = bounded(exercise, f"a parallel map over {SERVED_RECORDS} records",
+                  lambda: [_values(x) for x in dataset], TIMEOUT_S)
+    found = sorted(_identify(v) for v in got if _identify(v) is not None)
+    if found != list(range(SERVED_RECORDS)):
+        raise AssertionError(f"{exercise}: a parallel map over records 0-{SERVED_RECORDS - 1} "
+                             f"gave back records {found}; expected each one, unchanged")
+    return _counts(stats)
+
+
+def check_served(stats_class: Callable[..., Any]) -> None:
+    """Grade exercise 4 (``ServedStats``); AssertionError with the student's message.
+
+    Engines: ``explore`` for the counts (:func:`run_served`: every interleaving with at most
+    one preemption, then seeded samples up to :data:`SERVED_SCHEDULES`) and for the overlap of
+    reads (:func:`run_overlap`: a read that waits for the other deadlocks when the answer
+    serializes them, in the first schedule, with no timing involved); then real tf.data
+    threads (:func:`served_by_a_parallel_map`).
+    """
+    exercise = "ServedStats"
+    served_on_one_thread(stats_class)
+    require_ok(run_served(stats_class), exercise=exercise,
+               again=call_text("tfdata.run_served", "ServedStats"))
+    overlap = run_overlap(stats_class)
+    if overlap.verdict == "deadlock":
+        raise AssertionError(
+            f"{exercise}: two threads called stats(0) and stats(1), whose reads each wait "
+            "until the other read has started, and they never finished: while one thread's "
+            "read ran, your object kept the other thread from starting its read (a lock held "
+            "through read()); expected the two reads to run at the same time, as tf.data's "
+            "threads need: hold the lock only around the counts")
+    require_ok(overlap, exercise=exercise, again=call_text("tfdata.run_overlap", "ServedStats"))
+    counts = served_by_a_parallel_map(stats_class)
+    if counts != (SERVED_RECORDS, 0):
+        raise AssertionError(f"{exercise}: after a parallel map over {SERVED_RECORDS} "
+                             f"records, served() == {counts[0]} and failed() == {counts[1]}; "
+                             f"expected {SERVED_RECORDS} and 0")
 
 
 # --------------------------------------------------------------------------- pictures

@@ -31,6 +31,8 @@ _PREEMPTION_BOUND = 3
 DEVIATIONS = 1
 _TOKEN_PREFIX = "v1:"
 _NARRATIVE_LIMIT = 8
+#: Reads and writes named in one segment of the schedule figure; more are counted (" +2").
+_LABEL_ACCESSES = 2
 
 
 def explore(
@@ -404,7 +406,25 @@ def _narrative(outcome: Outcome) -> str:
 def _where(step: Any) -> str:
     source = linecache.getline(step.filename, step.lineno).strip()
     place = f"{report.place_name(step.filename)} line {step.lineno} in {step.function}"
-    return f"{place} (`{source}`)" if source else place
+    place = f"{place} (`{source}`)" if source else place
+    return f"{place}, about to {step.access.text}" if step.access.text else place
+
+
+def _segment_label(ran: list[Any]) -> str:
+    """What a thread did between two switches, one line each: its reads and writes of plain
+    values (``read _count=0``, ``write _count=1``), else of objects (``read items``), else
+    the lines it ran (``line 12``, ``lines 12-14``)."""
+    accesses = [step.access.text for step in ran if step.access.valued] or \
+        [step.access.text for step in ran if step.access.text]
+    if accesses:
+        shown = accesses[:_LABEL_ACCESSES]
+        more = len(accesses) - len(shown)
+        return "\n".join(shown) + (f" +{more}" if more else "")
+    lines = [step.lineno for step in ran if step.lineno]
+    if not lines:
+        return ""
+    low, high = min(lines), max(lines)
+    return f"line {low}" if low == high else f"lines {low}-{high}"
 
 
 def _timeline(outcome: Outcome, verdict: str) -> Timeline:
@@ -412,17 +432,21 @@ def _timeline(outcome: Outcome, verdict: str) -> Timeline:
                         title=f"controlled schedule: {verdict}")
     switches = sorted(outcome.switches)
     end = max(outcome.last_step, switches[-1][0] if switches else 0) + 1
-    lines: dict[int, list[int]] = {}
-    for step in outcome.steps:
-        if step.lineno:
-            lines.setdefault(step.step, []).append(step.lineno)
+    steps = sorted(outcome.steps, key=lambda step: step.step)
+    paused_at: dict[int, Any] = {}  # each thread's latest decision: what it does when it runs
+    seen = 0
     for (start, thread), following in zip(switches, [*switches[1:], (end, -1)], strict=False):
         stop = following[0]
-        seen = [n for s in range(start, stop) for n in lines.get(s, [])]
-        label = ""
-        if seen:
-            label = f"l.{min(seen)}" if min(seen) == max(seen) else f"l.{min(seen)}-{max(seen)}"
-        timeline.segments.append(Segment(thread, start, stop, label))
+        while seen < len(steps) and steps[seen].step <= start:
+            paused_at[steps[seen].thread] = steps[seen]
+            seen += 1
+        ran = [paused_at[thread]] if thread in paused_at else []
+        ahead = seen
+        while ahead < len(steps) and steps[ahead].step < stop:
+            if steps[ahead].thread == thread:
+                ran.append(steps[ahead])
+            ahead += 1
+        timeline.segments.append(Segment(thread, start, stop, _segment_label(ran)))
     timeline.switches = [step for step, _ in switches[1:]]
     if verdict == "error" and outcome.error_thread is not None:
         timeline.marks.append(Mark(outcome.error_thread, end, type(outcome.error).__name__))

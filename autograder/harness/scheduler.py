@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from . import codemap, frames, primitives, report, tamper
+from . import access, codemap, frames, primitives, report, tamper
 
 _RUNNABLE, _FINISHED = "runnable", "finished"
 # How long a turn holder may sit in native code, using no CPU, before others run meanwhile.
@@ -94,6 +94,7 @@ class Step:
     lineno: int
     function: str
     note: str = ""
+    access: access.Access = access.NOTHING
 
 
 @dataclass
@@ -576,7 +577,8 @@ class Run:
             code = frame.f_code
             self.outcome.steps.append(Step(self.step + 1, me.index, code.co_filename,
                                            frame.f_lineno or code.co_firstlineno,
-                                           code.co_name, note))
+                                           code.co_name, note,
+                                           access.NOTHING if note else access.describe(frame)))
 
     def _hand_over(self, me: _Thread | None, *, can_continue: bool) -> _Thread | None:
         """Choose who runs next and give them the turn. Call with the mutex held."""

@@ -1,6 +1,7 @@
 # Lesson 04 (tfdata), a student who follows the usual augmentation tutorial (a global seed and
-# tf.random.uniform in a parallel map) and reads with deterministic=False "for speed".
-# Exercise 2 gives different images on every run and exercise 3 reorders the records, so both
+# tf.random.uniform in a parallel map), reads with deterministic=False "for speed", and counts
+# in a mapped function with plain `+=` ("the GIL makes it safe"). Exercise 2 gives different
+# images on every run, exercise 3 reorders the records and exercise 4 loses counts, so those
 # score 0; exercise 1 is correct, so the score is partial.
 
 # %% ex_tfdata_loader
@@ -43,3 +44,27 @@ def fast_pipeline(read, transform, n):
             .map(stage(read), num_parallel_calls=tf.data.AUTOTUNE, deterministic=False)
             .map(stage(transform), num_parallel_calls=tf.data.AUTOTUNE)
             .prefetch(tf.data.AUTOTUNE))
+
+# %% ex_tfdata_served
+class ServedStats:
+    """Wraps ``read`` for a parallel map: counts the records served and the reads that failed."""
+
+    def __init__(self, read):
+        self._read = read
+        self.served_count = 0
+        self.failed_count = 0
+
+    def __call__(self, i):
+        try:
+            record = self._read(i)
+        except Exception:
+            self.failed_count += 1
+            raise
+        self.served_count += 1
+        return record
+
+    def served(self):
+        return self.served_count
+
+    def failed(self):
+        return self.failed_count

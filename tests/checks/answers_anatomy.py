@@ -15,7 +15,14 @@ import functools
 import threading
 from typing import Any
 
-from liars import EqualsEverything, KeptKey, PosingInt, PosingKey, get_hiding_extra_calls, lying
+from tests.checks.liars import (
+    EqualsEverything,
+    KeptKey,
+    PosingInt,
+    PosingKey,
+    get_hiding_extra_calls,
+    lying,
+)
 
 # --------------------------------------------------------------------------- schedules
 # (OVERDRAFT, DOUBLE_PAY) pairs. Steps of one customer running alone: 2 read the balance for

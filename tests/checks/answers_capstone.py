@@ -15,10 +15,10 @@ import concurrent.futures
 import threading
 
 import numpy as np
-from grading_runs import demo_answer
-from liars import EqualsEverything, lying
 
 from autograder.checks import capstone
+from tests.checks.grading_runs import demo_answer
+from tests.checks.liars import EqualsEverything, lying
 
 # --------------------------------------------------------------------------- the solution
 

@@ -13,7 +13,14 @@ import concurrent.futures
 import threading
 from typing import Any
 
-from liars import Agrees, EqualsEverything, KeptKey, PosingKey, get_hiding_extra_calls, lying
+from tests.checks.liars import (
+    Agrees,
+    EqualsEverything,
+    KeptKey,
+    PosingKey,
+    get_hiding_extra_calls,
+    lying,
+)
 
 # --------------------------------------------------------------------------- ServerMetrics
 

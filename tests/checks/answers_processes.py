@@ -19,9 +19,9 @@ from multiprocessing import shared_memory
 from typing import Any
 
 import numpy as np
-from liars import lying
 
 from autograder.checks import process_workers
+from tests.checks.liars import lying
 
 # --------------------------------------------------------------------------- SharedWeightsPool
 

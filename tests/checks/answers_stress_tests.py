@@ -17,10 +17,9 @@ import threading
 import time
 from typing import Any
 
-from liars import lying
-
 from autograder.checks.stress_tests import batch
 from autograder.harness import explore
+from tests.checks.liars import lying
 
 ROWS = 3
 
@@ -231,9 +230,8 @@ def demo_reader_keeps_every_torn_snapshot() -> Any:
     """Correct (the demo class's ``correct`` student): readers loop until the writers are done
     and keep every torn snapshot, so their work grows with the machine's speed unless a read
     costs what a real one does (issue #18, class 8: 3 GB kernels with one grading worker)."""
-    from grading_runs import demo_answer
-
     from autograder.checks import stress_tests
+    from tests.checks.grading_runs import demo_answer
 
     return demo_answer("demo/correct/05_stress.py", "ex_stress_ledger", "stress_ledger",
                        renamed="demo_reader_keeps_every_torn_snapshot",

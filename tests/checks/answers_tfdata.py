@@ -9,6 +9,7 @@ answers written differently from the lesson's solution.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import queue
 import threading
@@ -16,9 +17,10 @@ from typing import Any
 
 import numpy as np
 import tensorflow as tf
-from liars import lying
 
 from autograder.checks import tfdata
+from tests.checks.grading_runs import demo_answer
+from tests.checks.liars import EqualsEverything, lying
 
 AUTOTUNE = tf.data.AUTOTUNE
 SPEC = tf.TensorSpec((tfdata.WIDTH,), tf.float32)
@@ -272,6 +274,165 @@ def options_deterministic_pipeline(read, transform, n):
 WRONG_PIPELINES = [prefetch_only_pipeline, unordered_pipeline, python_loop_pipeline,
                    unordered_transform_pipeline]
 CORRECT_PIPELINES = [one_map_pipeline, interleave_pipeline, options_deterministic_pipeline]
+
+
+# --------------------------------------------------------------------------- ServedStats
+
+
+#: Wrong: ``+=`` on the counts from tf.data's threads ("the GIL makes it safe"), as the demo
+#: class's racy student writes it.
+UnlockedStats = demo_answer("demo/racy/04_tfdata.py", "ex_tfdata_served", "ServedStats",
+                            renamed="UnlockedStats")
+
+
+class LockAroundReadStats(UnlockedStats):
+    """Wrong: counts right, but the lock is held through the read, so reads never overlap."""
+
+    def __init__(self, read):
+        super().__init__(read)
+        self._lock = threading.Lock()
+
+    def __call__(self, i):
+        with self._lock:
+            return super().__call__(i)
+
+
+class LockPerCallStats(UnlockedStats):
+    """Wrong: a new lock on every call guards nothing."""
+
+    def __call__(self, i):
+        try:
+            record = self._read(i)
+        except Exception:
+            with threading.Lock():
+                self.failed_count += 1
+            raise
+        with threading.Lock():
+            self.served_count += 1
+        return record
+
+
+class FailuresUnlockedStats(UnlockedStats):
+    """Wrong: the served count is locked, the failed count is not."""
+
+    def __init__(self, read):
+        super().__init__(read)
+        self._lock = threading.Lock()
+
+    def __call__(self, i):
+        try:
+            record = self._read(i)
+        except Exception:
+            self.failed_count += 1
+            raise
+        with self._lock:
+            self.served_count += 1
+        return record
+
+
+class PerThreadStats:
+    """Wrong: each thread counts in its own ``threading.local``; the totals see one thread."""
+
+    def __init__(self, read):
+        self._read = read
+        self._local = threading.local()
+
+    def _mine(self):
+        if not hasattr(self._local, "served"):
+            self._local.served = self._local.failed = 0
+        return self._local
+
+    def __call__(self, i):
+        mine = self._mine()
+        try:
+            record = self._read(i)
+        except Exception:
+            mine.failed += 1
+            raise
+        mine.served += 1
+        return record
+
+    def served(self):
+        return self._mine().served
+
+    def failed(self):
+        return self._mine().failed
+
+
+class SwallowsErrorsStats:
+    """Wrong: counts a failed read but returns None instead of raising its error again."""
+
+    def __init__(self, read):
+        self._read = read
+        self._lock = threading.Lock()
+        self._served = self._failed = 0
+
+    def __call__(self, i):
+        try:
+            record = self._read(i)
+        except Exception:
+            with self._lock:
+                self._failed += 1
+            return None
+        with self._lock:
+            self._served += 1
+        return record
+
+    def served(self):
+        return self._served
+
+    def failed(self):
+        return self._failed
+
+
+class LyingStats(UnlockedStats):
+    """Liar: racy counts, reported as ints that equal any number."""
+
+    def served(self):
+        return EqualsEverything(self.served_count)
+
+    def failed(self):
+        return EqualsEverything(self.failed_count)
+
+
+WRONG_STATS = [UnlockedStats, LockAroundReadStats, LockPerCallStats, FailuresUnlockedStats,
+               PerThreadStats, SwallowsErrorsStats, *lying(LyingStats)]
+
+
+#: Correct: one ``list.append`` per call (one indivisible step), counted on demand, as the
+#: demo class's correct student writes it.
+MarksStats = demo_answer("demo/correct/04_tfdata.py", "ex_tfdata_served", "ServedStats",
+                         renamed="MarksStats")
+
+
+class CounterUnderLockStats:
+    """Correct: a ``collections.Counter`` updated in ``finally``, under an RLock."""
+
+    def __init__(self, read):
+        self._read = read
+        self._lock = threading.RLock()
+        self._counts = collections.Counter()
+
+    def __call__(self, i):
+        outcome = "failed"
+        try:
+            record = self._read(i)
+            outcome = "served"
+            return record
+        finally:
+            with self._lock:
+                self._counts[outcome] += 1
+
+    def served(self):
+        with self._lock:
+            return self._counts["served"]
+
+    def failed(self):
+        with self._lock:
+            return self._counts["failed"]
+
+
+CORRECT_STATS = [MarksStats, CounterUnderLockStats]
 
 
 # --------------------------------------------------------------------------- lying answers

@@ -18,7 +18,7 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from liars import lying
+from tests.checks.liars import lying
 
 # --------------------------------------------------------------------------- log_access
 

@@ -19,11 +19,11 @@ from typing import Any
 import keras
 import numpy as np
 import tensorflow as tf
-from grading_runs import demo_answer
-from liars import EqualsEverything, EqualsEverythingFloat, EqualsEverythingStr, lying
 from tensorflow.python.ops.resource_variable_ops import ResourceVariable
 
 from autograder.checks import variables
+from tests.checks.grading_runs import demo_answer
+from tests.checks.liars import EqualsEverything, EqualsEverythingFloat, EqualsEverythingStr, lying
 
 # --------------------------------------------------------------------------- StepCounter
 
@@ -198,9 +198,22 @@ class CriticalSectionCounter:
         return int(self._section.execute(lambda: self.steps.assign_add(1).read_value()))
 
 
+class CriticalSectionAddReadOutsideCounter:
+    """The critical section covers the add, but the step number is read after it, outside."""
+
+    def __init__(self) -> None:
+        self.steps = tf.Variable(0, dtype=tf.int64)
+        self._section = tf.CriticalSection()
+
+    def step(self) -> int:
+        self._section.execute(lambda: self.steps.assign_add(1))
+        return int(self.steps.numpy())
+
+
 WRONG_COUNTERS = [AssignReadBackCounter, UseLockingCounter, AssignAddValueCounter,
                   AssignAddThenReadCounter, LockPerCallCounter, LockedAddReadOutsideCounter,
-                  FunctionAddThenReadCounter, FunctionAddValueCounter]
+                  FunctionAddThenReadCounter, FunctionAddValueCounter,
+                  CriticalSectionAddReadOutsideCounter]
 CORRECT_COUNTERS = [TicketCounter, PythonMirrorCounter, LockAroundFunctionCounter]
 #: Run once each: a critical section blocks inside TensorFlow, where the controlled scheduler
 #: waits 0.5 s before it lets another thread run (about 17 s per grading run).

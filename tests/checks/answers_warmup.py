@@ -13,7 +13,8 @@ import time
 from typing import Any
 
 import numpy as np
-from liars import lying
+
+from tests.checks.liars import lying
 
 # --------------------------------------------------------------------------- warm_up
 

@@ -22,12 +22,12 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-import answers_anatomy as answers
 import pytest
-from grading_runs import CORRECT_RUNS, RUNS
 
 from autograder.checks import anatomy
 from autograder.harness import Result
+from tests.checks import answers_anatomy as answers
+from tests.checks.grading_runs import CORRECT_RUNS, RUNS
 
 
 def _fails_every_run(check: Callable[..., None], *answer: Any) -> str:

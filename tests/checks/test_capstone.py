@@ -35,12 +35,12 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-import answers_capstone as answers
 import pytest
-from grading_runs import CORRECT_RUNS, runs_for
-from isolation import IsolatedRuns
 
 from autograder.checks import capstone
+from tests.checks import answers_capstone as answers
+from tests.checks.grading_runs import CORRECT_RUNS, runs_for
+from tests.checks.isolation import IsolatedRuns
 
 PARTS = {
     "check_cold_start": ("InferenceService, cold start", answers.WRONG_COLD),
@@ -58,7 +58,8 @@ _RUNNING: list[IsolatedRuns] = []
 def _start_isolated() -> None:
     if not _RUNNING:
         for group in _GROUPS:
-            _RUNNING.append(IsolatedRuns("autograder.checks.capstone", "answers_capstone",
+            _RUNNING.append(IsolatedRuns("autograder.checks.capstone",
+                                         "tests.checks.answers_capstone",
                                          [(c, a.__name__) for c, a in group],
                                          [runs_for(a) for _, a in group]))
 

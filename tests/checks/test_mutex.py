@@ -29,17 +29,17 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import answers_mutex as answers
 import pytest
-from grading_runs import (
+
+from autograder.checks import mutex
+from tests.checks import answers_mutex as answers
+from tests.checks.grading_runs import (
     Exercise,
     cases,
     fails_every_run,
     passes_every_run,
     solution_namespace,
 )
-
-from autograder.checks import mutex
 
 _SOLVED = solution_namespace("02_mutex", {"threading": threading})
 

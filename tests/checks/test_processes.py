@@ -32,10 +32,12 @@ from collections.abc import Callable
 from multiprocessing import shared_memory
 from typing import Any
 
-import answers_processes as answers
 import numpy as np
 import pytest
-from grading_runs import (
+
+from autograder.checks import process_workers, processes
+from tests.checks import answers_processes as answers
+from tests.checks.grading_runs import (
     RUNS,
     Exercise,
     cases,
@@ -43,8 +45,6 @@ from grading_runs import (
     passes_every_run,
     solution_namespace,
 )
-
-from autograder.checks import process_workers, processes
 
 _SOLVED = solution_namespace("08_processes", {
     "itertools": itertools, "multiprocessing": multiprocessing, "threading": threading,

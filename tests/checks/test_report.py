@@ -12,13 +12,11 @@ import contextlib
 import io
 from typing import Any
 
-import answers_anatomy
-import answers_mutex
-import answers_variables
 import pytest
 
 from autograder.checks import anatomy, mutex, variables
 from autograder.checks.report import call_text
+from tests.checks import answers_anatomy, answers_mutex, answers_variables
 
 REPLAY_HEADING = "Run it again in a cell of your notebook"
 

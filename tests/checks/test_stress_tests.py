@@ -30,18 +30,18 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import answers_stress_tests as answers
 import pytest
-from grading_runs import (
+
+from autograder.checks import stress_tests
+from autograder.harness import explore
+from tests.checks import answers_stress_tests as answers
+from tests.checks.grading_runs import (
     Exercise,
     cases,
     fails_every_run,
     passes_every_run,
     solution_namespace,
 )
-
-from autograder.checks import stress_tests
-from autograder.harness import explore
 
 _SOLVED = solution_namespace("05_stress", {"threading": threading, "time": time,
                                            "explore": explore, "stress_tests": stress_tests})

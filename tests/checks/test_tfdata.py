@@ -19,6 +19,11 @@ How each check decides, and why its counts are enough:
   at the same time). The floor is low on purpose: on this shared two-core machine a correct
   pipeline measured 44-100 % of the ideal, and prefetch alone 35-55 %, so time alone cannot
   tell them apart; the parallel-read property does, deterministically.
+- ``ServedStats``: the contract on one thread (records unchanged, a failing read raised again,
+  exact counts), then ``explore`` (two threads, two calls each, one failing read each: every
+  schedule with one preemption, 28, finds each lost update), then a real parallel map whose
+  first two reads wait for each other (bounded), so a lock held through the read fails every
+  run whatever the load.
 """
 
 from __future__ import annotations
@@ -29,19 +34,19 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-import answers_tfdata as answers
 import numpy as np
 import pytest
 import tensorflow as tf
-from grading_runs import (
+
+from autograder.checks import tfdata
+from tests.checks import answers_tfdata as answers
+from tests.checks.grading_runs import (
     Exercise,
     cases,
     fails_every_run,
     passes_every_run,
     solution_namespace,
 )
-
-from autograder.checks import tfdata
 
 SOLUTION_RUNS = 3
 
@@ -63,6 +68,8 @@ EXERCISES = {
                         answers.WRONG_AUGMENTS, answers.CORRECT_AUGMENTS),
     "fast": Exercise(tfdata.check_fast, "fast_pipeline", _SOLVED["fast_pipeline"],
                      answers.WRONG_PIPELINES, answers.CORRECT_PIPELINES),
+    "served": Exercise(tfdata.check_served, "ServedStats", _SOLVED["ServedStats"],
+                       answers.WRONG_STATS, answers.CORRECT_STATS),
 }
 
 

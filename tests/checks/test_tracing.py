@@ -25,17 +25,17 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import answers_tracing as answers
 import pytest
-from grading_runs import (
+
+from autograder.checks import tracing
+from tests.checks import answers_tracing as answers
+from tests.checks.grading_runs import (
     Exercise,
     cases,
     fails_every_run,
     passes_every_run,
     solution_namespace,
 )
-
-from autograder.checks import tracing
 
 _SOLVED = solution_namespace("06_tracing", {"threading": threading, "time": time})
 

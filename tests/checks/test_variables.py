@@ -53,13 +53,19 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-import answers_variables as answers
 import keras
 import pytest
 import tensorflow as tf
-from grading_runs import Exercise, cases, fails_every_run, passes_every_run, solution_namespace
 
 from autograder.checks import variables
+from tests.checks import answers_variables as answers
+from tests.checks.grading_runs import (
+    Exercise,
+    cases,
+    fails_every_run,
+    passes_every_run,
+    solution_namespace,
+)
 
 SLOW_RUNS = 1
 SOLUTION_RUNS = 3

@@ -36,12 +36,12 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-import answers_warmup as answers
 import pytest
-from grading_runs import passes_every_run, runs_for
-from isolation import IsolatedRuns
 
 from autograder.checks import warmup
+from tests.checks import answers_warmup as answers
+from tests.checks.grading_runs import passes_every_run, runs_for
+from tests.checks.isolation import IsolatedRuns
 
 WRONG = {
     "check_entry_point": "WRONG_WARM_UPS",
@@ -59,8 +59,8 @@ _RUNNING: list[IsolatedRuns] = []
 def _isolated_wrong_answers() -> Any:
     """Start the wrong answers' grading runs in a child process before any test runs."""
     if not _RUNNING:
-        _RUNNING.append(IsolatedRuns("autograder.checks.warmup", "answers_warmup", TASKS,
-                                     [runs_for(answer) for _, answer in ANSWERS]))
+        _RUNNING.append(IsolatedRuns("autograder.checks.warmup", "tests.checks.answers_warmup",
+                                     TASKS, [runs_for(answer) for _, answer in ANSWERS]))
     yield
 
 

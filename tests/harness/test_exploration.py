@@ -294,6 +294,32 @@ def test_figure_shows_one_lane_per_thread_and_marks_the_failure():
     assert len(axes.lines) >= 2  # the switch line(s) and the failure cross
 
 
+class _Tally:
+    def __init__(self):
+        self.count = 0
+        self.by_name = {"a": 0}
+
+    def add(self):
+        self.count += 1
+
+    def add_item(self):
+        self.by_name["a"] += 1
+
+
+def test_the_figure_of_a_lost_update_names_each_read_and_write_with_its_value():
+    result = explore(_Tally, [_Tally.add, _Tally.add], lambda t: t.count == 2)
+    assert result.verdict == "race"
+    labels = [t.get_text() for t in result.figure().axes[0].texts if "count" in t.get_text()]
+    assert labels == ["read count=0", "read count=0\nwrite count=1", "write count=1"]
+    assert "about to write count=1" in result.message
+
+
+def test_the_figure_names_item_reads_and_writes_with_the_key():
+    result = explore(_Tally, [_Tally.add_item, _Tally.add_item], lambda t: t.by_name["a"] == 2)
+    labels = " ".join(t.get_text() for t in result.figure().axes[0].texts)
+    assert "read ['a']=0" in labels and "write ['a']=1" in labels
+
+
 def test_figure_of_a_deadlock_marks_every_blocked_thread():
     axes = subject("lock_order_deadlock").run(0).figure().axes[0]
     assert sum(t.get_text() == "blocked" for t in axes.texts) == 2

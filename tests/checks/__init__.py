@@ -1,0 +1,1 @@
+"""Tests of the lesson checks (autograder/checks), with the answers they grade."""
