@@ -25,12 +25,12 @@ Plumbing the notebook uses (real-thread trials, throughput) lives here too.
 from __future__ import annotations
 
 import re
-import threading
 import time
 import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from autograder.checks.kit import run_threads
 from autograder.checks.plain import plain
 from autograder.checks.report import call_text, require_ok
 from autograder.harness import Result, explore, replay
@@ -478,42 +478,6 @@ def _require_visible() -> None:
 
 
 # --------------------------------------------------------------------------- notebook plumbing
-
-
-def run_threads(target: Callable[[int], Any], threads: int, *,
-                timeout_s: float = 60.0) -> float:
-    """Run ``target(index)`` on ``threads`` real threads released together; seconds taken.
-
-    An exception in any thread is raised again here, after all threads have finished. Threads
-    still running after ``timeout_s`` (a deadlock, usually) raise AssertionError instead of
-    hanging the notebook; they are daemon threads and stay blocked in the background.
-    """
-    barrier = threading.Barrier(threads + 1)
-    errors: list[BaseException] = []
-
-    def body(index: int) -> None:
-        barrier.wait()
-        try:
-            target(index)
-        except BaseException as error:  # noqa: BLE001 - raised again on the caller's thread
-            errors.append(error)
-
-    pool = [threading.Thread(target=body, args=(k,), daemon=True) for k in range(threads)]
-    for thread in pool:
-        thread.start()
-    barrier.wait()
-    start = time.perf_counter()
-    deadline = start + timeout_s
-    for thread in pool:
-        thread.join(max(0.0, deadline - time.perf_counter()))
-    elapsed = time.perf_counter() - start
-    stuck = sum(thread.is_alive() for thread in pool)
-    if stuck:
-        raise AssertionError(f"{stuck} of {threads} threads were still running after "
-                             f"{timeout_s:g} s: a deadlock, or a thread waiting for itself")
-    if errors:
-        raise errors[0]
-    return elapsed
 
 
 def count_trials(make: Callable[[], Any], add: Callable[[Any, int], Any], *, threads: int,

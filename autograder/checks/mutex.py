@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from autograder.checks.kit import run_threads
 from autograder.checks.plain import plain
 from autograder.checks.report import call_text, require_ok
 from autograder.harness import Result, explore
@@ -86,31 +87,6 @@ def serving_model(features: int = FEATURES, *, seed: int = 0, width: int = 16) -
 def request_batch(seed: int, rows: int = 4, features: int = FEATURES) -> np.ndarray:
     """One float32 batch of requests, drawn from ``seed``."""
     return np.random.default_rng(seed).normal(size=(rows, features)).astype("float32")
-
-
-def run_threads(target: Callable[[int], Any], threads: int) -> float:
-    """Run ``target(index)`` on ``threads`` real threads released together; seconds taken."""
-    barrier = threading.Barrier(threads + 1)
-    errors: list[BaseException] = []
-
-    def body(index: int) -> None:
-        barrier.wait()
-        try:
-            target(index)
-        except BaseException as error:  # noqa: BLE001 - re-raised on the caller's thread
-            errors.append(error)
-
-    pool = [threading.Thread(target=body, args=(k,)) for k in range(threads)]
-    for thread in pool:
-        thread.start()
-    barrier.wait()
-    start = time.perf_counter()
-    for thread in pool:
-        thread.join()
-    elapsed = time.perf_counter() - start
-    if errors:
-        raise errors[0]
-    return elapsed
 
 
 def extra_builds(cache_class: Callable[[Callable[[Any], Any]], Any], model: Any, *,

@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from autograder.checks.kit import bounded
+from autograder.checks.kit import bounded, released_together
 from autograder.checks.plain import exception_line, plain, plain_array
 from autograder.checks.report import call_text, require_ok
 from autograder.harness import Result, explore, stress
@@ -152,26 +152,6 @@ class Trials:
     seen: list[str] = field(default_factory=list)
 
 
-def _together(targets: Sequence[Callable[[], Any]]) -> list[BaseException | None]:
-    """Run each target on its own real thread, released together; each one's exception."""
-    barrier = threading.Barrier(len(targets))
-    errors: list[BaseException | None] = [None] * len(targets)
-
-    def body(k: int) -> None:
-        barrier.wait()
-        try:
-            targets[k]()
-        except BaseException as error:  # noqa: BLE001 - reported to the caller
-            errors[k] = error
-
-    threads = [threading.Thread(target=body, args=(k,)) for k in range(len(targets))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return errors
-
-
 def shared_generator_trials(make_generator: Callable[[], Any], *, trials: int,
                             threads: int = 2) -> Trials:
     """Share one generator between ``threads`` real threads; count trials that raised."""
@@ -193,7 +173,7 @@ def _drain_together(iterable: Any, threads: int) -> tuple[list[BaseException],
     def drain(k: int) -> Callable[[], None]:
         return lambda: seen[k].extend(_identify(_values(x)) for x in iterable)
 
-    errors = [e for e in _together([drain(k) for k in range(threads)]) if e is not None]
+    errors = [e for e in released_together([drain(k) for k in range(threads)])[1] if e is not None]
     return errors, seen
 
 
@@ -576,7 +556,7 @@ def measure(pipeline: Callable[..., Any] | None, n: int = FAST_RECORDS) -> FastR
         dataset = pipeline(make_read(read_seconds, log), make_transform(log), n)
         train = step(values)
         targets.append(timed("pipeline", lambda: [train(x) for x in dataset]))
-    errors = [e for e in _together(targets) if e is not None]
+    errors = [e for e in released_together(targets)[1] if e is not None]
     if errors:
         raise errors[0]
     return FastRun(times["naive"], times["ideal"], times.get("pipeline", times["naive"]),

@@ -52,6 +52,7 @@ from typing import Any
 import numpy as np
 
 from autograder.checks.cache import memo
+from autograder.checks.kit import run_together
 from autograder.checks.plain import NotPlainData, plain, plain_array
 from autograder.checks.report import call_text, require_ok
 from autograder.harness import Result, explore, stress
@@ -226,30 +227,6 @@ def version_step_gradients(model: Any) -> list[np.ndarray]:
 # --------------------------------------------------------------------------- live trials
 
 
-def _released_together(bodies: Sequence[Callable[[], Any]]) -> float:
-    """Run each body on its own real thread, released by a barrier; seconds from release."""
-    barrier = threading.Barrier(len(bodies) + 1)
-    errors: list[BaseException] = []
-
-    def run(body: Callable[[], Any]) -> None:
-        barrier.wait()
-        try:
-            body()
-        except BaseException as error:  # noqa: BLE001 - re-raised on the caller's thread
-            errors.append(error)
-
-    threads = [threading.Thread(target=run, args=(b,), daemon=True) for b in bodies]
-    for thread in threads:
-        thread.start()
-    barrier.wait()
-    start = time.perf_counter()
-    for thread in threads:
-        thread.join()
-    if errors:
-        raise errors[0]
-    return time.perf_counter() - start
-
-
 @dataclass
 class CounterRun:
     """What a counter trial series did.
@@ -338,7 +315,7 @@ def count_increments(increment: Callable[[Any], Any], *, threads: int = 4,
             for _ in range(calls):
                 increment(variable)
 
-        run.seconds.append(_released_together([body] * threads))
+        run.seconds.append(run_together([body] * threads))
         run.counts.append(int(variable.numpy()))
     return run
 
@@ -381,7 +358,7 @@ def duplicate_tickets(next_number: Callable[[Any], Any], *, threads: int = 4, ca
             mine = [int(next_number(variable)) for _ in range(calls)]
             numbers.extend(mine)
 
-        _released_together([body] * threads)
+        run_together([body] * threads)
         run.duplicates.append(sum(n - 1 for n in Counter(numbers).values() if n > 1))
     return run
 
@@ -467,7 +444,7 @@ def serve_while_training(model: Any, train_step: Callable[[Any, int], Any],
         return body
 
     origin.append(time.perf_counter())
-    _released_together([writer, *[reader(i) for i in range(readers)]])
+    run_together([writer, *[reader(i) for i in range(readers)]])
     run.reads.sort(key=lambda read: read.end)
     return run
 
