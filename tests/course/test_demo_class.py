@@ -5,6 +5,8 @@ instructor's own answers are not graded here again: ``tests/course/test_lessons.
 every lesson with its hidden tests, and each lesson's validity tests grade its solution.
 """
 
+import re
+
 import pytest
 
 from autograder.pipeline.course import make_course
@@ -15,17 +17,19 @@ from tests.conftest import REPO
 # Grading the whole class takes minutes (one job per student and lesson, two at a time).
 pytestmark = pytest.mark.timeout(3600)
 
-# Students of demo/ that submit one lesson on purpose to show one failure mode:
-# student -> (lesson, status, score).
-HOSTILE = {
-    "deadlock": ("00_anatomy", "timeout", 5),
-    "exits": ("00_anatomy", "kernel-died", 5),  # graded again without its deadly cell
-    "invalid": ("00_anatomy", "invalid-notebook", 0),
-    "edited": ("00_anatomy", "tampered", 8),
-    "deleted": ("00_anatomy", "missing-cells", 5),
-    "lockcheat": ("00_anatomy", "tampered", 5),
-    "snoop": ("00_anatomy", "graded", 5),
-}
+_ROW = re.compile(r"^\| `(?P<student>[a-z]+)` \| (?P<lesson>\d\d) \|.*\| "
+                  r"(?P<status>[a-z-]+), (?P<score>\d+)/(?P<max>\d+)\b")
+
+
+def hostile_students() -> dict[str, tuple[str, str, int, int]]:
+    """Students of demo/ that submit one lesson on purpose to show one failure mode, as
+    demo/README.md's table states them: student -> (lesson number, status, score, max)."""
+    rows = (_ROW.match(line) for line in (REPO / "demo" / "README.md").read_text().splitlines())
+    return {row["student"]: (row["lesson"], row["status"], int(row["score"]), int(row["max"]))
+            for row in rows if row}
+
+
+HOSTILE = hostile_students()
 
 
 @pytest.fixture(scope="session")
@@ -43,8 +47,18 @@ def lessons(demo_class):
     return [lesson.name for lesson in demo_class["course"].lessons]
 
 
+def lesson_named(demo_class, number: str) -> str:
+    return next(name for name in lessons(demo_class) if name.startswith(f"{number}_"))
+
+
+def test_the_readme_table_names_every_student_who_submits_one_lesson():
+    only = {path.parent.name for path in (REPO / "demo").glob("*/ONLY")}
+    assert only and set(HOSTILE) == only
+
+
 def test_hostile_students_submit_only_their_lesson(demo_class):
-    for student, (lesson, _, _) in HOSTILE.items():
+    for student, (number, _, _, _) in HOSTILE.items():
+        lesson = lesson_named(demo_class, number)
         others = [name for name in lessons(demo_class) if name != lesson]
         assert all(demo_class["rows"][(student, name)].status == "not-submitted"
                    for name in others)
@@ -75,6 +89,6 @@ def test_racy_student_loses_points_on_every_lesson(demo_class):
 
 @pytest.mark.parametrize("student", sorted(HOSTILE))
 def test_hostile_student_gets_its_own_status_and_score(demo_class, student):
-    lesson, status, score = HOSTILE[student]
-    r = demo_class["rows"][(student, lesson)]
-    assert (r.status, r.score) == (status, score), r.detail
+    number, status, score, max_score = HOSTILE[student]
+    r = demo_class["rows"][(student, lesson_named(demo_class, number))]
+    assert (r.status, r.score, r.max_score) == (status, score, max_score), r.detail
