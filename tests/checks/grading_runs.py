@@ -16,6 +16,7 @@ at 10), and the suite must stay within its 30-minute budget on 2 cores.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -146,3 +147,50 @@ def passes_every_run(check: Callable[[Any], None], exercise: str, answer: Any,
             check(answer)
         except AssertionError as failure:
             pytest.fail(f"grading run {run + 1} of {runs} failed {exercise}: {failure}")
+
+
+def validity_tests(exercises: dict[str, Exercise], *,
+                   check_for: Callable[[Exercise, Any], Callable[[Any], None]] | None = None,
+                   terms: Sequence[str] = ("expected",), same_message: bool = False,
+                   leaves_nothing: Callable[[], Callable[[], str]] | None = None,
+                   correct_runs: int | None = None, solution_runs: int = 1
+                   ) -> tuple[Callable[..., None], Callable[..., None], Callable[..., None]]:
+    """The three validity tests every lesson's exercises get, for its test module to bind.
+
+    ``wrong, correct, solution = validity_tests(EXERCISES)`` at module level, bound to the
+    names ``test_wrong_answer_fails_every_grading_run_with_a_message_in_the_exercises_terms``,
+    ``test_correct_answer_passes_every_grading_run`` and ``test_lessons_own_solution_passes``.
+
+    Args:
+        exercises: Exercise label -> Exercise.
+        check_for: Picks another check for one answer (see :func:`cases`).
+        terms: Words a wrong answer's message must contain one of.
+        same_message: Every run of a wrong answer must give the same message (addresses aside).
+        leaves_nothing: Called before a wrong answer's runs; returns a function that names
+            what the runs left behind (processes, segments), empty when nothing.
+        correct_runs: Runs of each correct answer (default :data:`CORRECT_RUNS`).
+        solution_runs: Runs of the lesson's own solution (the lesson's run covers it again).
+    """
+
+    @pytest.mark.parametrize(("check", "exercise", "answer"),
+                             cases(exercises, "wrong", check_for))
+    def wrong(check: Callable[[Any], None], exercise: str, answer: Any) -> None:
+        left_behind = leaves_nothing() if leaves_nothing else None
+        messages = fails_every_run(check, exercise, answer, terms=terms)
+        if same_message:
+            same = {re.sub(r"0x[0-9a-f]+", "0x...", message) for message in messages}
+            assert len(same) == 1, "the same answer got different verdicts in different runs"
+        if left_behind is not None:
+            assert not left_behind(), f"the check left {left_behind()}"
+
+    @pytest.mark.parametrize(("check", "exercise", "answer"),
+                             cases(exercises, "correct", check_for))
+    def correct(check: Callable[[Any], None], exercise: str, answer: Any) -> None:
+        passes_every_run(check, exercise, answer,
+                         CORRECT_RUNS if correct_runs is None else correct_runs)
+
+    @pytest.mark.parametrize(("check", "exercise", "answer"), cases(exercises, "solution"))
+    def solution(check: Callable[[Any], None], exercise: str, answer: Any) -> None:
+        passes_every_run(check, exercise, answer, solution_runs)
+
+    return wrong, correct, solution

@@ -24,7 +24,6 @@ slots count as guarded only while the accessing thread holds its lock (class 3).
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -35,10 +34,8 @@ from autograder.checks import mutex
 from tests.checks import answers_mutex as answers
 from tests.checks.grading_runs import (
     Exercise,
-    cases,
-    fails_every_run,
-    passes_every_run,
     solution_namespace,
+    validity_tests,
 )
 
 _SOLVED = solution_namespace("02_mutex", {"threading": threading})
@@ -55,25 +52,10 @@ EXERCISES = {
 }
 
 
-@pytest.mark.parametrize(("check", "exercise", "answer"), cases(EXERCISES, "wrong"))
-def test_wrong_answer_fails_every_grading_run_with_a_message_in_the_exercises_terms(
-        check: Callable[[Any], None], exercise: str, answer: Any) -> None:
-    messages = fails_every_run(check, exercise, answer, terms=("expected", "Deadlock"))
-    same = {re.sub(r"0x[0-9a-f]+", "0x...", message) for message in messages}
-    assert len(same) == 1, "the same answer got different verdicts in different runs"
-
-
-@pytest.mark.parametrize(("check", "exercise", "answer"), cases(EXERCISES, "correct"))
-def test_correct_answer_written_differently_passes_every_grading_run(
-        check: Callable[[Any], None], exercise: str, answer: Any) -> None:
-    passes_every_run(check, exercise, answer)
-
-
-@pytest.mark.parametrize(("check", "exercise", "answer"), cases(EXERCISES, "solution"))
-def test_lessons_own_solution_passes(
-        check: Callable[[Any], None], exercise: str, answer: Any) -> None:
-    """One run: the check is deterministic, and the lesson's run covers it again."""
-    check(answer)
+(test_wrong_answer_fails_every_grading_run_with_a_message_in_the_exercises_terms,
+ test_correct_answer_passes_every_grading_run,
+ test_lessons_own_solution_passes) = validity_tests(
+     EXERCISES, terms=("expected", "Deadlock"), same_message=True)
 
 
 def test_deadlocking_move_is_a_deadlock_verdict_naming_both_blocked_movers() -> None:

@@ -40,10 +40,8 @@ from tests.checks import answers_processes as answers
 from tests.checks.grading_runs import (
     RUNS,
     Exercise,
-    cases,
-    fails_every_run,
-    passes_every_run,
     solution_namespace,
+    validity_tests,
 )
 
 _SOLVED = solution_namespace("08_processes", {
@@ -61,25 +59,16 @@ EXERCISES = {
 }
 
 
-@pytest.mark.parametrize(("check", "exercise", "answer"), cases(EXERCISES, "wrong"))
-def test_wrong_answer_fails_every_grading_run_with_a_message_in_the_exercises_terms(
-        check: Callable[[Any], None], exercise: str, answer: Any) -> None:
+def _leftovers() -> Callable[[], str]:
+    """What the checks left since now (processes, segments), in words; empty when nothing."""
     before = processes.snapshot()
-    fails_every_run(check, exercise, answer)
-    assert not before.since(), f"the check left {before.since().describe()}"
+    return lambda: before.since().describe() if before.since() else ""
 
 
-@pytest.mark.parametrize(("check", "exercise", "answer"), cases(EXERCISES, "correct"))
-def test_correct_answer_written_differently_passes_every_grading_run(
-        check: Callable[[Any], None], exercise: str, answer: Any) -> None:
-    passes_every_run(check, exercise, answer, RUNS)
-
-
-@pytest.mark.parametrize(("check", "exercise", "answer"), cases(EXERCISES, "solution"))
-def test_lessons_own_solution_passes(
-        check: Callable[[Any], None], exercise: str, answer: Any) -> None:
-    """One run: the lesson's run covers it again."""
-    check(answer)
+(test_wrong_answer_fails_every_grading_run_with_a_message_in_the_exercises_terms,
+ test_correct_answer_passes_every_grading_run,
+ test_lessons_own_solution_passes) = validity_tests(
+     EXERCISES, leaves_nothing=_leftovers, correct_runs=RUNS)
 
 
 def test_checks_leave_no_process_and_no_segment_behind() -> None:

@@ -30,17 +30,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import pytest
-
 from autograder.checks import stress_tests
 from autograder.harness import explore
 from tests.checks import answers_stress_tests as answers
 from tests.checks.grading_runs import (
     Exercise,
-    cases,
-    fails_every_run,
-    passes_every_run,
     solution_namespace,
+    validity_tests,
 )
 
 _SOLVED = solution_namespace("05_stress", {"threading": threading, "time": time,
@@ -66,22 +62,9 @@ EXERCISES = {
 }
 
 
-@pytest.mark.parametrize(("check", "exercise", "answer"), cases(EXERCISES, "wrong", _check_for))
-def test_wrong_answer_fails_every_grading_run_with_a_message_in_the_exercises_terms(
-        check: Callable[[Any], None], exercise: str, answer: Any) -> None:
-    fails_every_run(check, exercise, answer)
-
-
-@pytest.mark.parametrize(("check", "exercise", "answer"), cases(EXERCISES, "correct", _check_for))
-def test_correct_answer_written_differently_passes_every_grading_run(
-        check: Callable[[Any], None], exercise: str, answer: Any) -> None:
-    passes_every_run(check, exercise, answer)
-
-
-@pytest.mark.parametrize(("check", "exercise", "answer"), cases(EXERCISES, "solution"))
-def test_lessons_own_solution_passes(
-        check: Callable[[Any], None], exercise: str, answer: Any) -> None:
-    check(answer)
+(test_wrong_answer_fails_every_grading_run_with_a_message_in_the_exercises_terms,
+ test_correct_answer_passes_every_grading_run,
+ test_lessons_own_solution_passes) = validity_tests(EXERCISES, check_for=_check_for)
 
 
 def test_hidden_sets_are_big_enough_and_names_are_hidden() -> None:

@@ -31,7 +31,6 @@ from __future__ import annotations
 import threading
 import time
 import warnings
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -42,10 +41,8 @@ from autograder.checks import tfdata
 from tests.checks import answers_tfdata as answers
 from tests.checks.grading_runs import (
     Exercise,
-    cases,
-    fails_every_run,
-    passes_every_run,
     solution_namespace,
+    validity_tests,
 )
 
 SOLUTION_RUNS = 3
@@ -73,22 +70,6 @@ EXERCISES = {
 }
 
 
-@pytest.mark.parametrize(("check", "exercise", "answer"), cases(EXERCISES, "wrong"))
-def test_wrong_answer_fails_every_grading_run_with_a_message_in_the_exercises_terms(
-        check: Callable[[Any], None], exercise: str, answer: Any) -> None:
-    fails_every_run(check, exercise, answer)
-
-
-@pytest.mark.parametrize(("check", "exercise", "answer"), cases(EXERCISES, "correct"))
-def test_correct_answer_passes_every_grading_run(
-        check: Callable[[Any], None], exercise: str, answer: Any) -> None:
-    passes_every_run(check, exercise, answer)
-
-
-@pytest.mark.parametrize(("check", "exercise", "answer"), cases(EXERCISES, "solution"))
-def test_lessons_own_solution_passes(
-        check: Callable[[Any], None], exercise: str, answer: Any) -> None:
-    """A few runs: the lesson's own run and the demo class grade it too."""
-    passes_every_run(check, exercise, answer, SOLUTION_RUNS)
-
-
+(test_wrong_answer_fails_every_grading_run_with_a_message_in_the_exercises_terms,
+ test_correct_answer_passes_every_grading_run,
+ test_lessons_own_solution_passes) = validity_tests(EXERCISES, solution_runs=SOLUTION_RUNS)

@@ -22,19 +22,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
-from typing import Any
-
-import pytest
 
 from autograder.checks import tracing
 from tests.checks import answers_tracing as answers
 from tests.checks.grading_runs import (
     Exercise,
-    cases,
-    fails_every_run,
-    passes_every_run,
     solution_namespace,
+    validity_tests,
 )
 
 _SOLVED = solution_namespace("06_tracing", {"threading": threading, "time": time})
@@ -54,22 +48,9 @@ EXERCISES = {
 }
 
 
-@pytest.mark.parametrize(("check", "exercise", "answer"), cases(EXERCISES, "wrong"))
-def test_wrong_answer_fails_every_grading_run_with_a_message_in_the_exercises_terms(
-        check: Callable[[Any], None], exercise: str, answer: Any) -> None:
-    fails_every_run(check, exercise, answer)
-
-
-@pytest.mark.parametrize(("check", "exercise", "answer"), cases(EXERCISES, "correct"))
-def test_correct_answer_written_differently_passes_every_grading_run(
-        check: Callable[[Any], None], exercise: str, answer: Any) -> None:
-    passes_every_run(check, exercise, answer)
-
-
-@pytest.mark.parametrize(("check", "exercise", "answer"), cases(EXERCISES, "solution"))
-def test_lessons_own_solution_passes(
-        check: Callable[[Any], None], exercise: str, answer: Any) -> None:
-    check(answer)
+(test_wrong_answer_fails_every_grading_run_with_a_message_in_the_exercises_terms,
+ test_correct_answer_passes_every_grading_run,
+ test_lessons_own_solution_passes) = validity_tests(EXERCISES)
 
 
 def test_hidden_logs_hold_races_and_clean_runs() -> None:

@@ -61,10 +61,10 @@ from autograder.checks import variables
 from tests.checks import answers_variables as answers
 from tests.checks.grading_runs import (
     Exercise,
-    cases,
     fails_every_run,
     passes_every_run,
     solution_namespace,
+    validity_tests,
 )
 
 SLOW_RUNS = 1
@@ -92,23 +92,9 @@ EXERCISES = {
 }
 
 
-@pytest.mark.parametrize(("check", "exercise", "answer"), cases(EXERCISES, "wrong"))
-def test_wrong_answer_fails_every_grading_run_with_a_message_in_the_exercises_terms(
-        check: Callable[[Any], None], exercise: str, answer: Any) -> None:
-    fails_every_run(check, exercise, answer)
-
-
-@pytest.mark.parametrize(("check", "exercise", "answer"), cases(EXERCISES, "correct"))
-def test_correct_answer_passes_every_grading_run(
-        check: Callable[[Any], None], exercise: str, answer: Any) -> None:
-    passes_every_run(check, exercise, answer)
-
-
-@pytest.mark.parametrize(("check", "exercise", "answer"), cases(EXERCISES, "solution"))
-def test_lessons_own_solution_passes(
-        check: Callable[[Any], None], exercise: str, answer: Any) -> None:
-    """A few runs: the lesson's own run and the demo class grade it too."""
-    passes_every_run(check, exercise, answer, SOLUTION_RUNS)
+(test_wrong_answer_fails_every_grading_run_with_a_message_in_the_exercises_terms,
+ test_correct_answer_passes_every_grading_run,
+ test_lessons_own_solution_passes) = validity_tests(EXERCISES, solution_runs=SOLUTION_RUNS)
 
 
 @pytest.mark.parametrize("answer", answers.SLOW_WRONG_PUBLISHERS, ids=lambda a: a.__name__)
