@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import _thread
 import builtins
+import ctypes
 import os
 import re
 import sys
@@ -100,6 +101,7 @@ def integrity_check(modules: dict[str, Iterable[str] | None]) -> Callable[[], li
     contents: list[tuple[str, object, object]] = []
     remembered: list[tuple[str, object, type]] = []
     shapes: list[tuple[str, object, frozenset[str]]] = []
+    versions: list[list] = []  # [module name, its dict, the dict's version, its keys]
     seen: set[int] = set()
 
     def remember(label: str, namespace, keys: Iterable[str] | None, *, classes: bool) -> None:
@@ -126,14 +128,34 @@ def integrity_check(modules: dict[str, Iterable[str] | None]) -> Callable[[], li
         if module is not None:
             remembered.append((name, module, type(module)))
             remember(name, module.__dict__, keys, classes=True)
+            version = dict_version(module.__dict__)
+            if keys is None and name.startswith("autograder") and version is not None:
+                versions.append([name, module.__dict__, version, frozenset(module.__dict__)])
     remember("builtins", builtins.__dict__, None, classes=False)
 
     def problems(_missing: object = object(), _modules: dict = sys.modules,
                  _entries=tuple(entries), _functions=tuple(functions),
                  _remembered=tuple(remembered), _shapes=tuple(shapes),
                  _contents_now=_contents, _kept=tuple(contents), _type=type,
-                 _added_legitimately=_ADDED_BY_LIBRARIES, _set=set) -> list[str]:
+                 _added_legitimately=_ADDED_BY_LIBRARIES, _set=set,
+                 _versions=tuple(versions), _version=dict_version,
+                 _added_in_passing=_added_in_passing) -> list[str]:
         found = []
+        for watched in _versions:
+            name, namespace, version, keys = watched
+            now = _version(namespace)
+            if now == version:
+                continue
+            added = _set(namespace) - keys
+            foreign = sorted(key for key in added
+                             if not _added_in_passing(name, key, namespace[key]))
+            if foreign:  # a global of its own can shadow a builtin the grader calls
+                found.extend(f"{name}.{key} was added" for key in foreign)
+                continue
+            watched[2], watched[3] = now, keys | added
+            if not added:  # reported once, for the cell it happened in
+                found.append(f"a name of {name} was written while graded code ran (and "
+                             "perhaps put back)")
         for label, namespace, keys in _shapes:
             added = _set(namespace) - keys - _added_legitimately
             found.extend(f"{label}.{key} was added" for key in sorted(added))
@@ -157,6 +179,53 @@ def integrity_check(modules: dict[str, Iterable[str] | None]) -> Callable[[], li
         return found
 
     return problems
+
+
+def _added_in_passing(module: str, key: str, value: object,
+                      _namespace=types.ModuleType.__dict__["__dict__"]) -> bool:
+    """A name Python itself adds to a module while it runs: the warnings registry, or a
+    submodule imported for the first time (its name read from its own dictionary, so no code
+    of the value's runs)."""
+    if key == "__warningregistry__":
+        return True
+    if not issubclass(type(value), types.ModuleType):
+        return False
+    names = _namespace.__get__(value)
+    return type(names) is dict and dict.get(names, "__name__") == f"{module}.{key}"
+
+
+class _DictHeader(ctypes.Structure):
+    # CPython 3.11's PyDictObject: PyObject_HEAD, ma_used, ma_version_tag (PEP 509).
+    _fields_ = [("ob_refcnt", ctypes.c_ssize_t), ("ob_type", ctypes.c_void_p),
+                ("ma_used", ctypes.c_ssize_t), ("ma_version_tag", ctypes.c_uint64)]
+
+
+def _dict_versions_work() -> bool:
+    if sys.version_info[:2] != (3, 11):
+        return False
+    probe = {"name": 1}
+    first = _DictHeader.from_address(id(probe)).ma_version_tag
+    probe["name"] = 2
+    probe["name"] = 1
+    second = _DictHeader.from_address(id(probe)).ma_version_tag
+    _ = probe["name"]
+    return second != first and _DictHeader.from_address(id(probe)).ma_version_tag == second
+
+
+_DICT_VERSIONS = _dict_versions_work()
+
+
+def dict_version(namespace: dict) -> int | None:
+    """The dictionary's PEP 509 version: it changes on every write, even one that puts the
+    same value back, and never on a read. None where this Python's layout is not known.
+
+    Python raises no audit event for a write into a module's dictionary (``vars(module)``,
+    ``types.ModuleType.__setattr__``, a function's ``__globals__``); comparing versions
+    after each test cell finds one that was undone before the cell ended.
+    """
+    if not _DICT_VERSIONS or type(namespace) is not dict:
+        return None
+    return _DictHeader.from_address(id(namespace)).ma_version_tag
 
 
 def _contents(container: object, _type=type, _id=id) -> object:

@@ -240,3 +240,49 @@ def test_assigning_to_a_grader_modules_names_is_refused_as_it_happens():
                         "overwriting autograder.checks.anatomy.__class__",
                         "deleting autograder.checks.anatomy.run_counter"]
     assert kind == "_SealedModule"
+
+
+WRITTEN_AND_PUT_BACK = textwrap.dedent('''
+    import json, types
+    from autograder.checks import anatomy
+    from autograder.pipeline import seal
+
+    seal.seal_grader_modules()
+    integrity = seal.integrity_check(seal.protected_modules())
+    found = {"clean": integrity()}
+    original = anatomy.require_ok
+    for route, write in (
+            ("vars", lambda value: vars(anatomy).__setitem__("require_ok", value)),
+            ("ModuleType.__setattr__",
+             lambda value: types.ModuleType.__setattr__(anatomy, "require_ok", value)),
+            ("__globals__",
+             lambda value: anatomy.check_counter.__globals__.__setitem__("require_ok", value))):
+        write(print)
+        write(original)
+        found[route] = integrity()
+    found["after reporting"] = integrity()
+    types.ModuleType.__setattr__(anatomy, "sum", lambda values: 7)
+    found["shadowed builtin"] = integrity()
+    import autograder.pipeline.demo  # a submodule imported for the first time
+    del vars(anatomy)["sum"]
+    integrity()
+    found["first import"] = integrity()
+    print(json.dumps(found))
+''')
+
+
+def test_a_grader_name_written_and_put_back_or_a_shadowed_builtin_is_named():
+    """No audit event sees a write into a module's dictionary, and a write that is undone
+    before the test cell ends leaves every name as it was; the dictionary's version does not
+    (PEP 509). In a sealed child process: each route is named once, a global that shadows a
+    builtin for as long as it is there, and a first import of a submodule not at all."""
+    done = subprocess.run([sys.executable, "-c", WRITTEN_AND_PUT_BACK], capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = json.loads(done.stdout.splitlines()[-1])
+    written = ["a name of autograder.checks.anatomy was written while graded code ran (and "
+               "perhaps put back)"]
+    assert found == {"clean": [], "vars": written, "ModuleType.__setattr__": written,
+                     "__globals__": written, "after reporting": [],
+                     "shadowed builtin": ["autograder.checks.anatomy.sum was added"],
+                     "first import": []}

@@ -118,6 +118,21 @@ ATTACKS: dict[str, tuple[str, tuple[str, ...]]] = {
         "        if _anatomy.require_ok is _real_require_ok:\n"
         "            _anatomy.require_ok = _lenient\n"
         "        super().increment(by)", TAMPERED),
+    # The same swap written straight into the module's dictionary, which no audit event and
+    # no __setattr__ sees: the dictionary's version still changes, and the test is tampered.
+    "rebind_a_check_helper_in_the_module_dict_only_while_the_check_runs": (
+        "import autograder.checks.anatomy as _anatomy\n"
+        "_globals = _anatomy.check_counter.__globals__\n"
+        "_real_require_ok = _globals['require_ok']\n"
+        "def _lenient(*args, **kwargs):\n    _globals['require_ok'] = _real_require_ok\n"
+        "_Racy = SafeCounter\nclass SafeCounter(_Racy):\n    def increment(self, by=1):\n"
+        "        if _globals['require_ok'] is _real_require_ok:\n"
+        "            _globals['require_ok'] = _lenient\n"
+        "        super().increment(by)", TAMPERED),
+    "shadow_a_builtin_in_a_check_module": (
+        "import autograder.checks.anatomy as _anatomy\n"
+        "import types\n"
+        "types.ModuleType.__setattr__(_anatomy, 'sum', lambda values: 7)", TAMPERED),
     # 2. Answers that lie: values whose comparisons always agree.
     "lying_number_from_take": (
         "class Liar(int):\n    def __eq__(self, other):\n        return True\n"
