@@ -667,7 +667,7 @@ class MissingRecord(OSError):
     """What the explored runs' ``read`` raises for an odd index (a file that is not there)."""
 
 
-def flaky_read(index: Any) -> np.ndarray:
+def read_or_missing(index: Any) -> np.ndarray:
     """An instant ``read``: ``record(index)`` for an even index, :class:`MissingRecord` for odd."""
     index = int(index)
     if index % 2:
@@ -676,11 +676,11 @@ def flaky_read(index: Any) -> np.ndarray:
 
 
 class _ServedRun:
-    """One explored schedule: the student's object over :func:`flaky_read`, and what each call
+    """One explored schedule: the student's object over :func:`read_or_missing`, and what each call
     really did (appended by the grader's workers: a list append is one atomic step)."""
 
     def __init__(self, stats_class: Callable[[Callable[[Any], np.ndarray]], Any]) -> None:
-        self.stats = stats_class(flaky_read)
+        self.stats = stats_class(read_or_missing)
         self.outcomes: list[str] = []
 
     def call(self, index: int) -> None:
@@ -710,7 +710,7 @@ def served_on_one_thread(stats_class: Callable[..., Any]) -> None:
     calls = "stats(0), stats(1) (its read raises), stats(2)"
 
     def body() -> tuple[list[Any], tuple[int, int]]:
-        stats = stats_class(flaky_read)
+        stats = stats_class(read_or_missing)
         got: list[Any] = [stats(0)]
         try:
             stats(1)

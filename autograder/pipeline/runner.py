@@ -199,7 +199,8 @@ def _run(cells, compiled, namespace, preload, integrity, attempts, figures, cell
         else:
             event["error"], event["result"] = _execute(body, last, namespace, cell_names)
         _sys.stdout, _sys.stderr = _sys.__stdout__, _sys.__stderr__
-        attempts.extend(harness_attempts[reported:])
+        # A list shorter than before was cleared by the notebook: all it holds now is new.
+        attempts.extend(harness_attempts[reported if len(harness_attempts) >= reported else 0:])
         reported = len(harness_attempts)
         since_last_test.extend(attempts)
         event["tamper"] = _list(attempts)
