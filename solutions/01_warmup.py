@@ -27,12 +27,13 @@
 # the advice you may find online (`_make_predict_function`, `make_predict_function`, "call
 # `predict` once first") and see what it does on Keras 3.
 #
-# **What you will build.** Three small pieces of serving code, each graded by running it from
+# **What you will build.** Four small pieces of serving code, each graded by running it from
 # several threads released together:
 #
 # 1. `warm_up`: warm exactly the entry point you serve with.
 # 2. `SharedPredictor`: a predictor whose very first calls may come from many threads at once.
 # 3. `LazyModel`: a model loaded on first use, once, and built before any other thread sees it.
+# 4. `warm_up_both`: warm a server that answers with both `predict` and `predict_on_batch`.
 #
 # **How long it takes.** About 30 minutes. The notebook runs top to bottom in under two
 # minutes on two cores; every number it prints is measured while you watch, so yours will
@@ -513,6 +514,62 @@ warmup.check_lazy_model(LazyModel, trials=1)
 quick_test_passed()
 ### BEGIN HIDDEN TESTS
 warmup.check_lazy_model(LazyModel)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### Exercise 4: a server with two entry points
+#
+# Many servers answer with `model.predict(batch, verbose=0)`, the call most tutorials show, in
+# some handlers and with `model.predict_on_batch(batch)` in others, from many threads at once,
+# always with batches shaped like `example_batch`. Write `warm_up_both(model, example_batch)`,
+# which the server runs once, on one thread, before any serving thread starts. Afterwards
+# neither entry point may raise, add weights or trace the predict function again. Remember what
+# you counted in "Outdated advice": warming one entry point does not warm the other. The
+# grader serves half the threads with each.
+
+# %% nbgrader={"grade": false, "grade_id": "ex_warmup_both_entry_points", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def warm_up_both(model, example_batch):
+    """Prepare ``model`` for concurrent ``predict`` and ``predict_on_batch`` calls.
+
+    Runs once, on one thread, before any serving thread starts.
+
+    Args:
+        model: An unbuilt Keras model (no ``keras.Input``).
+        example_batch: A numpy batch with the shape and dtype of the batches you will serve.
+    """
+    ### BEGIN SOLUTION
+    model.predict(example_batch, verbose=0)
+    model.predict_on_batch(example_batch)
+    ### END SOLUTION
+
+
+# %%
+model = warmup.tiny_sequential(0)
+log = warmup.TraceLog(model)
+warm_up_both(model, np.zeros((4, 8), dtype="float32"))
+print("after warm_up_both: weights:", len(model.weights), "| traces:", log.count)
+log.reset()
+model.predict(np.ones((4, 8), dtype="float32"), verbose=0)
+model.predict_on_batch(np.ones((4, 8), dtype="float32"))
+print("traces when serving both afterwards:", log.count)
+
+# %% nbgrader={"grade": true, "grade_id": "test_warmup_both_entry_points", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+model = warmup.tiny_sequential(4)
+log = warmup.TraceLog(model)
+warm_up_both(model, np.zeros((3, 8), dtype="float32"))
+assert len(model.weights) == warmup.EXPECTED_WEIGHTS, (
+    f"after warm_up_both the model has {len(model.weights)} weights; warm_up_both should "
+    "create them")
+for serve in (warmup.predict, warmup.predict_on_batch):
+    log.reset()
+    serve(model, np.ones((3, 8), dtype="float32"))
+    assert log.count == 0, (
+        f"{serve.__name__} traced {log.count} time(s) after warm_up_both; a warm model traces "
+        "0 times")
+warmup.check_both_entry_points(warm_up_both, trials=1)
+quick_test_passed()
+### BEGIN HIDDEN TESTS
+warmup.check_both_entry_points(warm_up_both)
 ### END HIDDEN TESTS
 
 # %% [markdown]

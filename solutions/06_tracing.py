@@ -30,8 +30,9 @@
 #    when the access raises.
 # 2. `who_overwrote`: read a log and name the thread that overwrote another thread's update.
 # 3. `find_conflicts`: read a log and list the accesses that overlapped without a common lock.
-#    You then see why overlap in time is not enough to find races, and what is.
-# 4. `publish_locked`: fix the pipeline, and make its log say which lock guarded each access.
+#    You then see why overlap in time is not enough to find races.
+# 4. `lockset_races`: find races by the locks held instead, as the Eraser detector does.
+# 5. `publish_locked`: fix the pipeline, and make its log say which lock guarded each access.
 #
 # You then measure what logging and profiling cost per access.
 #
@@ -638,13 +639,26 @@ tracing.check_find_conflicts(find_conflicts)
 # Eraser detector) asks, for each resource: did two threads touch it, at least one of them
 # writing, with no lock held in common by all those accesses? That question is about the
 # locks, not about when the accesses ran, so the accesses need not overlap for the check to
-# flag them; the cell below counts how many of the losing rounds it flags. (A happens-before
-# check, which tools such as ThreadSanitizer use, orders accesses by the locks and thread
-# starts between them; it is more precise, and needs more of the log.)
+# flag them. (A happens-before check, which tools such as ThreadSanitizer use, orders
+# accesses by the locks and thread starts between them; it is more precise, and needs more of
+# the log.)
+#
+# ### Exercise 4: find races by the locks held
+#
+# Write `lockset_races(log)`: return the list of resource names (each once, any order) that
+#
+# - at least two different threads accessed,
+# - with at least one of those accesses a write,
+# - and for which no lock name is common to *every* access to that resource (an access with
+#   `"lock": None` holds no lock, so one unlocked access leaves nothing in common).
+#
+# Look only at the `"thread"`, `"op"`, `"resource"` and `"lock"` of each record, never at the
+# times. Do not change `log`.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "ex_tracing_lockset_races", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def lockset_races(log):
-    """Resources that two threads touched, one writing, with no lock common to every access."""
+    """Return the resources that two threads touched, one writing, with no common lock."""
+    ### BEGIN SOLUTION
     by_resource = {}
     for record in log:
         by_resource.setdefault(record["resource"], []).append(record)
@@ -656,11 +670,38 @@ def lockset_races(log):
         if len(threads) > 1 and written and not common:
             races.append(resource)
     return races
+    ### END SOLUTION
 
 
 # %% [markdown]
-# Run as many rounds as in "See it break", keep the logs of the rounds that lost the best
-# score, and ask both:
+# Ask it about the two publishing rounds you logged above, one unlocked and one under
+# `best_lock`:
+
+# %%
+print("unlocked round:", lockset_races(unlocked))
+print("locked round:  ", lockset_races(locked))
+
+# %% nbgrader={"grade": true, "grade_id": "test_tracing_lockset_races", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+def rec(thread, op, start, lock=None, resource="best"):
+    return {"thread": thread, "op": op, "resource": resource, "start": start, "end": start + 5,
+            "lock": lock}
+
+
+spread_out = [rec("a", "read", 0), rec("b", "read", 10), rec("a", "write", 20),
+              rec("b", "write", 30)]
+assert lockset_races(spread_out) == ["best"], (
+    "two threads read then write 'best' with no lock: a race, though no two accesses overlap",
+    lockset_races(spread_out))
+guarded = [rec("a", "write", 0, "L"), rec("b", "read", 10, "L"), rec("c", "read", 20, "L")]
+assert lockset_races(guarded) == [], "every access held L: nothing to flag"
+quick_test_passed()
+### BEGIN HIDDEN TESTS
+tracing.check_lockset_races(lockset_races)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# Now the real test. Run as many rounds as in "See it break", keep the logs of the rounds that
+# lost the best score, and ask both `find_conflicts` and your `lockset_races` about each:
 
 # %%
 def logged_round():
@@ -684,11 +725,11 @@ claim("overlap in time missed at least one round that lost the best score",
 # The lockset check flagged every losing round, from logs in which no two accesses need have
 # overlapped. An empty `find_conflicts` result says only that no two logged accesses ran at
 # the same moment; it does not prove there is no race. What a log can show of a fix is that
-# every access to the shared state held the same lock, which is what exercise 4 makes your
+# every access to the shared state held the same lock, which is what exercise 5 makes your
 # log say.
 
 # %% [markdown]
-# ### Exercise 4: fix the pipeline, and let the log show the lock
+# ### Exercise 5: fix the pipeline, and let the log show the lock
 #
 # Write `publish_locked(best, lock, name, score, access, save)`, the fixed `publish`:
 #

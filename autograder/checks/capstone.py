@@ -31,7 +31,10 @@ property under load with fixed seeds and counts and no retries:
   against :class:`GlobalLockService` (one lock around every call), measured alternately in
   the same run, 16 clients, on :func:`busy_model` (a fixed per-call cost that holds the GIL,
   so that the ratio measures batching, not the machine's load); the answer's median must
-  reach :data:`MIN_SPEEDUP` times the lock's.
+  reach :data:`MIN_SPEEDUP` times the lock's. The two serve separate models, and every
+  request the answer serves must get its row's output, computed by the model it was given
+  (its slow layer records the rows it computes): no answer can slow the baseline, skip the
+  slow layer or answer without the model.
 
 The notebook's three designs (:class:`GlobalLockService`, :class:`PerThreadService`, the
 student's batching service) and their measurements (:func:`benchmark`, :func:`plot_designs`)
@@ -57,6 +60,7 @@ from autograder.checks.child import Crashed, run_in_children
 from autograder.checks.plain import plain, plain_array
 from autograder.checks.report import call_text, require_ok
 from autograder.harness import Result, stress
+from autograder.harness.tamper import opaque
 
 SEED = 707
 #: Features per request (the input width of the served model).
@@ -184,7 +188,22 @@ def _busy(x: np.ndarray, seconds: np.ndarray) -> np.ndarray:
     return x
 
 
-def slow_model(seed: int = SEED, seconds: float = SLOW_CALL_S, *, busy: bool = False) -> Any:
+def _recording(body: Callable[[np.ndarray, np.ndarray], np.ndarray],
+               record: Callable[[np.ndarray], Any]) -> Callable[..., np.ndarray]:
+    """``body`` that first hands ``record`` a copy of the rows it was given.
+
+    Opaque: the model's layer holds only the hook, so no closure leads an answer to
+    ``record`` (it could add the rows it never served).
+    """
+    def run(x: np.ndarray, seconds: np.ndarray) -> np.ndarray:
+        record(np.array(x))
+        return body(x, seconds)
+
+    return opaque(run)
+
+
+def slow_model(seed: int = SEED, seconds: float = SLOW_CALL_S, *, busy: bool = False,
+               record: Callable[[np.ndarray], Any] | None = None) -> Any:
     """:func:`serving_model` whose every call takes ``seconds`` longer, whatever its batch size.
 
     The extra time is a ``tf.numpy_function`` layer at the end, so it runs in every entry
@@ -192,12 +211,15 @@ def slow_model(seed: int = SEED, seconds: float = SLOW_CALL_S, *, busy: bool = F
     the GIL as waiting for a device does. With ``busy`` it spins in a Python loop instead,
     keeping the interpreter (the GIL) as Python pre- and post-processing of a call does:
     calls from several threads then do not overlap, and only serving several requests per
-    call makes the model answer more of them.
+    call makes the model answer more of them. With ``record``, every call first hands it the
+    rows the layer was given (the model's answers: the layer returns them unchanged).
     """
     import keras
     import tensorflow as tf
 
     body = _busy if busy else _pause
+    if record is not None:
+        body = _recording(body, record)
 
     class Pause(keras.layers.Layer):
         def call(self, x: Any) -> Any:
@@ -1111,29 +1133,66 @@ class Measurement:
 def busy_model(seed: int = SEED) -> Any:
     """The throughput check's model: :func:`slow_model` spinning :data:`THROUGHPUT_CALL_S`.
 
-    Built and warmed once per process and seed, then shared by every run of the throughput
-    check (it is never updated, so each service gets it as the last one left it).
+    Built and warmed on every call from a notebook; the check keeps its own (see
+    :func:`measure_speedup`).
     """
-    def build() -> Any:
-        model = slow_model(seed, THROUGHPUT_CALL_S, busy=True)
-        model.predict_on_batch(np.zeros((1, FEATURES), dtype="float32"))
-        return model
-
-    return _BUSY(seed, build)
+    return _BUSY((seed, "notebook"), lambda: _warm_busy_model(seed)[0])
 
 
+def _warm_busy_model(seed: int) -> tuple[Any, list[np.ndarray]]:
+    """A warm :func:`busy_model` and the list its slow layer records every call's rows in."""
+    seen: list[np.ndarray] = []
+    model = slow_model(seed, THROUGHPUT_CALL_S, busy=True, record=seen.append)
+    model.predict_on_batch(np.zeros((1, FEATURES), dtype="float32"))
+    return model, seen
+
+
+#: The busy model only :class:`GlobalLockService` serves in the throughput check, built once per
+#: process and seed; no answer is ever handed it (each answer gets a new one, 0.1 s to build).
 _BUSY = memo("the throughput check's model")
+
+
+def _served_by_the_model(run: ClientRun, seed: int, seen: list[np.ndarray]) -> None:
+    """Fail unless every answered request got the model's answer for its row, computed by the
+    model the service was given (its slow layer saw the row's output).
+
+    Raises:
+        AssertionError: Naming the first wrong answer, or how many requests bypassed the model.
+    """
+    calls = [c for c in run.done if c.error is None]
+    if not calls:
+        return
+    expected = reference_outputs(seed, [c.x for c in calls])
+    for call, want in zip(calls, expected, strict=True):
+        if not same_answer(call.output, want):
+            raise AssertionError(
+                f"client {call.client}'s request {call.index} was answered "
+                f"{np.round(np.asarray(call.output, dtype='float64'), 4).tolist()}, but the "
+                f"model answers {np.round(want.astype('float64'), 4).tolist()} for its row")
+    width = expected.shape[-1]
+    computed = [np.reshape(rows, (-1, width)) for rows in list(seen)
+                if np.size(rows) and np.shape(rows)[-1] == width]
+    done = np.concatenate(computed) if computed else np.zeros((0, width), dtype="float32")
+    bypassed = sum(not np.any(np.all(np.isclose(done, want, rtol=1e-4, atol=1e-5), axis=1))
+                   for want in expected)
+    if bypassed:
+        raise AssertionError(
+            f"{bypassed} of the {len(calls)} requests were answered without the model the "
+            "service was given computing them (its last layer never saw their rows): serve "
+            "every request with that model, several requests per call")
 
 
 def benchmark(service_class: Callable[..., Any], clients: int, *, requests: int,
               design: str = "", seed: int = SEED, memory: bool = False,
-              model_factory: Callable[[int], Any] = serving_model) -> Measurement:
+              model_factory: Callable[[int], Any] = serving_model,
+              check_run: Callable[[ClientRun], Any] | None = None) -> Measurement:
     """Serve a fresh ``model_factory(seed)`` to ``clients`` clients, ``requests`` rows each.
 
     Times from the release of the clients until the last answer. With ``memory``, counts the
     bytes of Keras variables alive once every client has finished but before any client
     thread has ended, minus those alive before the service was made (the model's own weights
-    do not count; copies the service made do).
+    do not count; copies the service made do). ``check_run`` then judges the clients' run
+    (it raises AssertionError to fail it).
     """
     model = model_factory(seed)
     rows = requests_for(seed, clients, requests)
@@ -1158,6 +1217,8 @@ def benchmark(service_class: Callable[..., Any], clients: int, *, requests: int,
     if failed:
         raise AssertionError(f"a request raised {warmup.describe(failed[0].error)} while "
                              f"{clients} clients were sending")
+    if check_run is not None:
+        check_run(run)
     latencies = np.array(run.latencies) * 1e3
     return Measurement(design or getattr(service_class, "__name__", "service"), clients,
                        len(run.done), run.seconds, float(np.percentile(latencies, 50)),
@@ -1190,12 +1251,26 @@ def measure_speedup(service_class: Callable[..., Any], *, rounds: int = THROUGHP
 
     First one answer run on :func:`serving_model` counts the extra Keras weight bytes (and
     when they exceed ``stop_if_copies`` copies of the model, nothing more is measured). Then
-    both serve :func:`busy_model`: one unmeasured run of each (the first run of a code path
+    both serve a :func:`busy_model`: one unmeasured run of each (the first run of a code path
     pays for tracing), then the rounds; the ratio is the median of the rounds' paired ratios.
+    The answer serves a busy model built for it, the global lock one no answer is handed
+    (an answer cannot slow the one it is compared with, nor inherit another's changes), and
+    every answer run must answer each request with its row's output, computed by the model
+    the answer was given.
     """
+    answer_model, seen = _warm_busy_model(seed)  # new for every answer: none inherits a change
+    lock_model, _ = _BUSY((seed, "lock"), lambda: _warm_busy_model(seed))
+
+    def check_run(run: ClientRun) -> None:
+        _served_by_the_model(run, seed, seen)
+
     def rate(service: Callable[..., Any], rows: int) -> float:
+        if service is GlobalLockService:
+            return benchmark(service, clients, requests=rows, seed=seed,
+                             model_factory=lambda _seed: lock_model).rate
+        seen.clear()
         return benchmark(service, clients, requests=rows, seed=seed,
-                         model_factory=busy_model).rate
+                         model_factory=lambda _seed: answer_model, check_run=check_run).rate
 
     memory = benchmark(service_class, clients, requests=2, seed=seed, memory=True)
     copy = serving_model(seed)

@@ -5,7 +5,7 @@ The lesson's log is a list of access records, one dict per access to a shared re
     {"thread": "worker-1", "op": "read" | "write", "resource": "best",
      "start": <time.perf_counter_ns()>, "end": <time.perf_counter_ns()>, "lock": None | "name"}
 
-Four exercises, four checks:
+Five exercises, five checks:
 
 - :func:`check_log_access`: the student's ``log_access(log, op, resource, fn, lock=None)``
   runs ``fn`` and appends one record. It runs on real threads under
@@ -22,6 +22,10 @@ Four exercises, four checks:
   ``(i, j)``, ``i < j``, of accesses that overlap in time, touch the same resource from two
   threads, include a write, and are not both under the same lock. Graded the same way against
   :func:`reference_find_conflicts`.
+- :func:`check_lockset_races`: the student's ``lockset_races(log)`` returns the resources that
+  two threads accessed, one of them writing, with no lock common to every access (the Eraser
+  idea). Graded against :func:`reference_lockset_races` on six small logs that each decide one
+  part of the definition (none has accesses that overlap in time), then the hidden logs.
 - :func:`check_publish_locked`: the student's fixed ``publish_locked(best, lock, name, score,
   access, save)`` runs under the controlled scheduler (:func:`autograder.harness.explore`,
   fixed seed, :data:`SCHEDULES` schedules) with three trainers: the record must end up with
@@ -185,6 +189,25 @@ def reference_find_conflicts(log: Sequence[dict[str, Any]]) -> set[tuple[int, in
     return found
 
 
+def reference_lockset_races(log: Sequence[dict[str, Any]]) -> set[str]:
+    """The resources a lockset check flags, by the notebook's definition.
+
+    A resource is flagged when two different threads accessed it, at least one access was a
+    write, and no lock name is common to every access to it (``None`` holds no lock).
+    """
+    by_resource: dict[str, list[dict[str, Any]]] = {}
+    for record in log:
+        by_resource.setdefault(record["resource"], []).append(record)
+    found = set()
+    for resource, accesses in by_resource.items():
+        threads = {r["thread"] for r in accesses}
+        written = any(r["op"] == "write" for r in accesses)
+        common = set.intersection(*({r.get("lock")} - {None} for r in accesses))
+        if len(threads) > 1 and written and not common:
+            found.add(resource)
+    return found
+
+
 # --------------------------------------------------------------------------- hidden logs
 
 
@@ -246,6 +269,45 @@ def _hidden_logs() -> list[tuple[str, list[dict[str, Any]]]]:
         logs.append((f"{'racy' if racy else 'clean'} log #{k // 2}", hidden_log(SEED * 100 + k,
                                                                                   racy=racy)))
     return logs
+
+
+def _access(thread: str, op: str, resource: str, start: int, lock: str | None = None
+            ) -> dict[str, Any]:
+    return {"thread": thread, "op": op, "resource": resource, "start": start,
+            "end": start + 900, "lock": lock}
+
+
+def _lockset_edge_logs() -> list[tuple[str, list[dict[str, Any]]]]:
+    """Small logs, each deciding one part of the lockset definition the random logs may not.
+
+    None of them has two accesses that overlap in time: a lockset check must not need them.
+    """
+    a, b, c = "worker-0", "worker-1", "worker-2"
+    edge = [
+        # one thread reads and writes with no lock: nobody to race with
+        [_access(a, "read", "best", 0), _access(a, "write", "best", 1000),
+         _access(b, "read", "step", 2000, "step_lock"), _access(b, "write", "step", 3000,
+                                                                  "step_lock")],
+        # three threads only read, with no lock: reads do not race with reads
+        [_access(a, "read", "best", 0), _access(b, "read", "best", 1000),
+         _access(c, "read", "best", 2000)],
+        # two threads, each always under a lock, but not the same one
+        [_access(a, "read", "best", 0, "lock_a"), _access(a, "write", "best", 1000, "lock_a"),
+         _access(b, "read", "best", 2000, "lock_b"), _access(b, "write", "best", 3000,
+                                                                  "lock_b")],
+        # every write under best_lock, one read by a third thread under no lock
+        [_access(a, "write", "best", 0, "best_lock"), _access(b, "write", "best", 1000,
+                                                                  "best_lock"),
+         _access(c, "read", "best", 2000)],
+        # a lost update spread out in time, no lock at all
+        [_access(a, "read", "best", 0), _access(b, "read", "best", 1000),
+         _access(a, "write", "best", 2000), _access(b, "write", "best", 3000)],
+        # one resource guarded by its lock, another not
+        [_access(a, "write", "best", 0, "best_lock"), _access(b, "write", "best", 1000,
+                                                                  "best_lock"),
+         _access(a, "write", "step", 2000), _access(b, "read", "step", 3000)],
+    ]
+    return [(f"small log #{k}", log) for k, log in enumerate(edge)]
 
 
 def _copy(log: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -360,14 +422,15 @@ def _smoke_log_access(log_access: Callable[..., Any]) -> None:
         f"log_access: expected op 'write' and resource 'best' in the record, got {record}")
 
 
-# --------------------------------------------------------------------------- exercises 2 and 3
+# --------------------------------------------------------------------------- exercises 2 to 4
 
 
 def _grade_on_hidden_logs(answer: Callable[[list[dict[str, Any]]], Any], *, exercise: str,
                           reference: Callable[[Sequence[dict[str, Any]]], set[Any]],
                           normalise: Callable[[Any], set[Any]], explain: Callable[
-                              [list[dict[str, Any]], Any], str]) -> None:
-    for name, log in _hidden_logs():
+                              [list[dict[str, Any]], Any], str],
+                          logs: list[tuple[str, list[dict[str, Any]]]] | None = None) -> None:
+    for name, log in _hidden_logs() if logs is None else logs:
         given = _copy(log)
         try:
             got = answer(given)
@@ -391,10 +454,11 @@ def _grade_on_hidden_logs(answer: Callable[[list[dict[str, Any]]], Any], *, exer
             # The spec says each result once: compared as a list, not only as a set
             # (issue #18, class 6).
             repeated = next(item for item in items if items.count(item) > 1)
+            shown = tuple(repeated) if isinstance(repeated, list) else repeated
             raise AssertionError(
                 f"{exercise}: on the {name} ({len(log)} records) expected each result once, "
                 f"but the {len(items)} results hold only {len(seen)} different ones "
-                f"({tuple(repeated)!r} more than once)")
+                f"({shown!r} more than once)")
         if seen != expected:
             extra = sorted(seen - expected)
             missed = sorted(expected - seen)
@@ -470,7 +534,31 @@ def check_find_conflicts(find_conflicts: Callable[[list[dict[str, Any]]], Any]) 
                           explain=_explain_pair)
 
 
-# --------------------------------------------------------------------------- exercise 4
+def _norm_resources(got: Any) -> set[str]:
+    seen = set()
+    for item in list(got):
+        if not isinstance(item, str):
+            raise TypeError(f"expected resource names (str), got {item!r}")
+        seen.add(item)
+    return seen
+
+
+def _explain_resource(log: list[dict[str, Any]], item: Any) -> str:
+    rows = sorted((r["start"], r["thread"], r["op"], r.get("lock")) for r in log
+                  if r["resource"] == item)
+    return "\n    its accesses, by start: " + ", ".join(
+        f"{t} {op} ({f'lock {lock}' if lock else 'no lock'})" for _, t, op, lock in rows)
+
+
+def check_lockset_races(lockset_races: Callable[[list[dict[str, Any]]], Any]) -> None:
+    """Graded on 6 small logs (one part of the definition each) and the 40 hidden logs."""
+    _grade_on_hidden_logs(lockset_races, exercise="lockset_races",
+                          reference=reference_lockset_races, normalise=_norm_resources,
+                          explain=_explain_resource,
+                          logs=_lockset_edge_logs() + _hidden_logs())
+
+
+# --------------------------------------------------------------------------- exercise 5
 
 #: Schedules per run of :func:`check_publish_locked` (controlled scheduler, fixed seed). Search
 #: bound: every schedule with at most one preemption or other departure from round-robin order

@@ -7,7 +7,8 @@ the answer from several threads released together by :func:`autograder.harness.s
 reports that), that every output equals a sequential reference (``np.allclose``; the models
 use seeded initializers, so a twin built on one thread has the same weights), that the model
 holds exactly its expected number of weights (a racy build adds duplicates silently), and the
-exercise's own property: nothing is traced while serving (:func:`check_entry_point`), one
+exercise's own property: nothing is traced while serving (:func:`check_entry_point`, and
+:func:`check_both_entry_points` with half the threads on ``predict``), one
 thread traces (:func:`check_shared_predictor`), the factory runs once and every thread gets the
 same built model (:func:`check_lazy_model`).
 
@@ -50,6 +51,7 @@ SEED = 1701
 TRIALS_ENTRY_POINT = 3
 TRIALS_SHARED_PREDICTOR = 5
 TRIALS_LAZY_MODEL = 4
+TRIALS_BOTH_ENTRY_POINTS = 3
 #: Time the graded factory spends "loading" the model, as reading it from disk would.
 _FACTORY_LOAD_S = 0.01
 #: Extra time each layer of the graded subclassed model takes to create its weights, so a
@@ -634,12 +636,32 @@ def run_entry_point(
     Returns:
         The result (``ok`` when every trial passed).
     """
+    return _serve_after_warm_up(warm_up, "warm_up", (predict_on_batch,), trials=trials,
+                                threads=threads, seed=seed, record=record)
+
+
+def check_entry_point(warm_up: Callable[[Any, np.ndarray], Any], **kwargs: Any) -> None:
+    """Grade ``warm_up`` (see :func:`run_entry_point`).
+
+    Raises:
+        AssertionError: With the student-facing explanation, when a trial fails.
+    """
+    seen: list[Trial] = []
+    _require(run_entry_point(warm_up, record=seen, **kwargs), "warm_up", seen,
+             call_text("warmup.run_entry_point", "warm_up", **kwargs))
+
+
+def _serve_after_warm_up(warm_up: Callable[[Any, np.ndarray], Any], exercise: str,
+                         serve: Sequence[Callable[[Any, np.ndarray], Any]], *, trials: int,
+                         threads: int, seed: int, record: list[Trial] | None) -> Result:
+    """Warm fresh models with ``warm_up``; thread ``k`` then serves with ``serve[k % len]``."""
     try:
         warm_up(tiny_sequential(seed), batches(seed - 1, 1, 5, 7)[0])
     except Exception as exc:  # noqa: BLE001 - the student's error, reported to the student
-        return _answer_failed("warm_up(model, example_batch)", exc)
+        return _answer_failed(f"{exercise}(model, example_batch)", exc)
 
     counter = itertools.count()
+    served = " and ".join(dict.fromkeys(entry.__name__ for entry in serve))
 
     def setup() -> Trial:
         trial_seed, rows, features = _trial_plan(seed, next(counter))
@@ -656,19 +678,23 @@ def run_entry_point(
         return trial
 
     def worker_for(k: int) -> Callable[[Trial], None]:
+        entry = serve[k % len(serve)]
+
         def worker(trial: Trial) -> None:
             batch = trial.inputs[k]
-            trial.outputs[k] = trial.timed(k, lambda: trial.model.predict_on_batch(batch))
+            trial.outputs[k] = trial.timed(k, lambda: entry(trial.model, batch))
+        worker.__name__ = f"serve_{entry.__name__}_{k}"
         return worker
 
     def check(trial: Trial) -> None:
-        problems = _weights_and_outputs(trial, trial.model, "predict_on_batch")
+        problems = _weights_and_outputs(trial, trial.model, served)
         if trial.traces is not None and trial.traces.count:
             problems.append(
                 f"the predict function was traced {trial.traces.count} time(s) while "
-                f"{len(trial.inputs)} threads served predict_on_batch after warm_up; a warm "
-                "model traces 0 times. Warm exactly the entry point you serve with, with a "
-                "batch of the serving shape"
+                f"{len(trial.inputs)} threads served {served} after {exercise}; a warm "
+                "model traces 0 times. Warm exactly "
+                f"{'the entry point' if len(serve) == 1 else 'every entry point'} you serve "
+                "with, with a batch of the serving shape"
             )
         _fail(problems)
 
@@ -676,15 +702,41 @@ def run_entry_point(
                   seed=seed, timeout_s=_TIMEOUT_S)
 
 
-def check_entry_point(warm_up: Callable[[Any, np.ndarray], Any], **kwargs: Any) -> None:
-    """Grade ``warm_up`` (see :func:`run_entry_point`).
+# --------------------------------------------------------------------------- exercise 4
+
+#: What exercise 4's serving threads call, thread ``k`` the entry ``k % 2``.
+BOTH_ENTRY_POINTS = (predict, predict_on_batch)
+
+
+def run_both_entry_points(
+    warm_up_both: Callable[[Any, np.ndarray], Any],
+    *,
+    trials: int = TRIALS_BOTH_ENTRY_POINTS,
+    threads: int = THREADS,
+    seed: int = SEED,
+    record: list[Trial] | None = None,
+) -> Result:
+    """Warm fresh unbuilt models with ``warm_up_both``, then serve both entry points at once.
+
+    As :func:`run_entry_point`, except that half the threads call ``model.predict(batch,
+    verbose=0)`` and the other half ``model.predict_on_batch(batch)``, released together.
+    Keras traces its predict function separately for each (their inputs differ), so a trial
+    passes only when the warm-up traced both: nothing is traced while serving.
+    """
+    return _serve_after_warm_up(warm_up_both, "warm_up_both", BOTH_ENTRY_POINTS,
+                                trials=trials, threads=threads, seed=seed, record=record)
+
+
+def check_both_entry_points(warm_up_both: Callable[[Any, np.ndarray], Any],
+                            **kwargs: Any) -> None:
+    """Grade ``warm_up_both`` (see :func:`run_both_entry_points`).
 
     Raises:
         AssertionError: With the student-facing explanation, when a trial fails.
     """
     seen: list[Trial] = []
-    _require(run_entry_point(warm_up, record=seen, **kwargs), "warm_up", seen,
-             call_text("warmup.run_entry_point", "warm_up", **kwargs))
+    _require(run_both_entry_points(warm_up_both, record=seen, **kwargs), "warm_up_both", seen,
+             call_text("warmup.run_both_entry_points", "warm_up_both", **kwargs))
 
 
 # --------------------------------------------------------------------------- exercise 2

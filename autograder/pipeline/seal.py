@@ -19,10 +19,13 @@ two ways before the first student cell runs:
   The hook takes every reference it uses when it is made (default arguments), so rebinding a
   module global or a builtin later does not change its judgement.
 
+:func:`seal_grader_modules` also refuses, as they happen, assignments to the grader's module
+names and to the attributes of every class a grader module defines.
+
 What this does not close (stated in the README's threat model): a path to the runner's frames
-that no audit event covers, or a grader global replaced while a check runs and restored before
-the check returns. The OS sandbox, not this module, keeps other students' grades and files out
-of reach.
+that no audit event covers, or a library class's attribute (or a grader object's) replaced
+while a check runs and restored before the check returns. The OS sandbox, not this module,
+keeps other students' grades and files out of reach.
 """
 
 from __future__ import annotations
@@ -228,6 +231,67 @@ def dict_version(namespace: dict) -> int | None:
     return _DictHeader.from_address(id(namespace)).ma_version_tag
 
 
+#: CPython's Py_TPFLAGS_IMMUTABLETYPE (3.10+) and Py_TPFLAGS_HEAPTYPE.
+_IMMUTABLE_TYPE = 1 << 8
+_HEAP_TYPE = 1 << 9
+
+
+class _TypeHeader(ctypes.Structure):
+    # PyTypeObject up to tp_flags: the same layout from CPython 3.8 to 3.13.
+    _fields_ = [("ob_refcnt", ctypes.c_ssize_t), ("ob_type", ctypes.c_void_p),
+                ("ob_size", ctypes.c_ssize_t), ("tp_name", ctypes.c_void_p),
+                ("tp_basicsize", ctypes.c_ssize_t), ("tp_itemsize", ctypes.c_ssize_t),
+                ("tp_dealloc", ctypes.c_void_p), ("tp_vectorcall_offset", ctypes.c_ssize_t),
+                ("tp_getattr", ctypes.c_void_p), ("tp_setattr", ctypes.c_void_p),
+                ("tp_as_async", ctypes.c_void_p), ("tp_repr", ctypes.c_void_p),
+                ("tp_as_number", ctypes.c_void_p), ("tp_as_sequence", ctypes.c_void_p),
+                ("tp_as_mapping", ctypes.c_void_p), ("tp_hash", ctypes.c_void_p),
+                ("tp_call", ctypes.c_void_p), ("tp_str", ctypes.c_void_p),
+                ("tp_getattro", ctypes.c_void_p), ("tp_setattro", ctypes.c_void_p),
+                ("tp_as_buffer", ctypes.c_void_p), ("tp_flags", ctypes.c_ulong)]
+
+
+def _mark_immutable(cls: type) -> bool:
+    header = _TypeHeader.from_address(id(cls))
+    if header.tp_flags != cls.__flags__ or not cls.__flags__ & _HEAP_TYPE:
+        return False
+    header.tp_flags |= _IMMUTABLE_TYPE
+    return cls.__flags__ & _IMMUTABLE_TYPE != 0
+
+
+def _freezing_works() -> bool:
+    if not (3, 10) <= sys.version_info[:2] <= (3, 13):
+        return False
+    probe = type("Probe", (), {"name": 1})
+    if not _mark_immutable(probe):
+        return False
+    try:
+        probe.name = 2
+    except TypeError:
+        return probe.name == 1 and type("Child", (probe,), {}).__flags__ & _IMMUTABLE_TYPE == 0
+    return False
+
+
+_FREEZING = _freezing_works()
+
+
+def freeze_class(cls: type) -> bool:
+    """Make ``cls`` refuse every later attribute assignment and deletion, as built-in types do.
+
+    Python raises no audit event for ``Class.attr = value`` (nor for ``type.__setattr__``),
+    so an answer could swap a grader class's method or property while a check runs and put
+    it back before the check returns: nothing would be left to find. Marked immutable (the
+    flag CPython gives its static types), the class refuses the write itself with a
+    ``TypeError``, by whatever route it comes. Subclasses stay mutable (the flag is not
+    inherited), and only ``ctypes``, which the audit hook refuses to notebooks, could clear it.
+
+    Returns:
+        Whether the class is frozen (False for a built-in type, or where this Python's layout
+        is not known: then only :func:`integrity_check` watches it, after each test cell).
+    """
+    return _FREEZING and _mark_immutable(cls)
+
+
 def _contents(container: object, _type=type, _id=id) -> object:
     """A container's contents by identity (what a later comparison cannot be fooled about)."""
     if container is None:
@@ -420,6 +484,8 @@ def seal_grader_modules() -> None:
     returned would slip past it. Assignments through the module are refused as they happen
     (and recorded: see :func:`autograder.harness.tamper.record_attempt`). Writes straight
     into a module's dictionary raise no audit event and are still checked only afterwards.
+    Every class a grader module defines is frozen (:func:`freeze_class`): a swapped method
+    or property is refused as it is tried.
     """
     from autograder.harness import tamper
 
@@ -427,6 +493,9 @@ def seal_grader_modules() -> None:
         module = sys.modules[name]
         if isinstance(module, types.ModuleType):
             tamper.seal(module, list(vars(module)))
+            for value in list(vars(module).values()):
+                if isinstance(value, type) and value.__module__ == name:
+                    freeze_class(value)
 
 
 def protected_modules() -> dict[str, tuple[str, ...] | None]:

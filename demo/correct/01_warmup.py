@@ -64,3 +64,10 @@ class LazyModel:
                 model(np.zeros((1,) + self.input_shape, dtype="float32"))
                 self.model = model
             return self.model
+
+# %% ex_warmup_both_entry_points
+def warm_up_both(model, example_batch):
+    """Prepare ``model`` for concurrent ``predict`` and ``predict_on_batch`` calls."""
+    zeros = np.zeros_like(example_batch)
+    for serve in (model.predict_on_batch, lambda batch: model.predict(batch, verbose=0)):
+        serve(zeros)

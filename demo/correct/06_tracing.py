@@ -47,6 +47,20 @@ def find_conflicts(log):
                 result.append((i, j))
     return result
 
+# %% ex_tracing_lockset_races
+def lockset_races(log):
+    """Return the resources that two threads touched, one writing, with no common lock."""
+    candidates, threads, written = {}, {}, set()
+    for r in log:
+        held = set() if r["lock"] is None else {r["lock"]}
+        name = r["resource"]
+        candidates[name] = candidates.get(name, held) & held
+        threads.setdefault(name, set()).add(r["thread"])
+        if r["op"] == "write":
+            written.add(name)
+    return [name for name in candidates
+            if len(threads[name]) > 1 and name in written and not candidates[name]]
+
 # %% ex_tracing_publish_locked
 def publish_locked(best, lock, name, score, access, save):
     """Publish ``score`` to ``best`` under ``lock``; save the checkpoint outside the lock."""

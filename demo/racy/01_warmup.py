@@ -52,3 +52,8 @@ class LazyModel:
                 model(np.zeros((1, *self._input_shape), dtype="float32"))
                 self._model = model
         return self._model
+
+# %% ex_warmup_both_entry_points
+def warm_up_both(model, example_batch):
+    """Prepare ``model`` for concurrent ``predict`` and ``predict_on_batch`` calls."""
+    model.predict(example_batch, verbose=0)  # "call predict once first"; predict_on_batch is cold

@@ -41,6 +41,17 @@ def find_conflicts(log):
             result.append((min(i, j), max(i, j)))
     return result
 
+# %% ex_tracing_lockset_races
+def lockset_races(log):
+    """Return the resources that two threads touched, one writing, with no common lock."""
+    flagged = []
+    for name in {r["resource"] for r in log}:
+        accesses = [r for r in log if r["resource"] == name]
+        if len({r["thread"] for r in accesses}) > 1 and any(r["op"] == "write" for r in accesses) \
+                and any(r["lock"] is None for r in accesses):  # any lock at all taken as safe
+            flagged.append(name)
+    return flagged
+
 # %% ex_tracing_publish_locked
 def publish_locked(best, lock, name, score, access, save):
     """Publish ``score`` to ``best`` under ``lock``; save the checkpoint outside the lock."""

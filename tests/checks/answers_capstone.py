@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import functools
 import threading
+import time
 
 import numpy as np
 
@@ -194,6 +196,57 @@ class LockPerCallService(capstone.GlobalLockService):
 
 class PerThreadCopyService(capstone.PerThreadService):
     """A model copy per client thread: no lock on the model, but 16 copies for 16 clients."""
+
+
+class SkipsTheSlowLayerService(capstone.GlobalLockService):
+    """Cheats the throughput check: one lock, one row per call, but through a model made of
+    the served model's layers without its last one (the check's slow layer is an identity,
+    so every answer is still right), sharing those layers (no extra weights)."""
+
+    def __init__(self, model, example):
+        import keras
+
+        layers = list(getattr(model, "layers", []))
+        if layers and layers[-1].name == "pause":
+            model = keras.Sequential(layers[:-1])
+        super().__init__(model, example)
+
+
+class SlowsTheOtherServicesService(capstone.GlobalLockService):
+    """Cheats the throughput check: slows the shared model's ``predict_on_batch`` for every
+    later user (the global-lock service it is compared with), and calls the class's own."""
+
+    def __init__(self, model, example):
+        super().__init__(model, example)
+        method = type(model).predict_on_batch
+        if "predict_on_batch" not in vars(model):
+            def slowed(x, _method=method, _model=model):
+                time.sleep(0.02)
+                return _method(_model, x)
+            model.predict_on_batch = slowed
+        self._fast = functools.partial(method, model)
+
+    def predict(self, x):
+        x = np.asarray(x, dtype="float32")
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the service is closed")
+            self._counts["requests"] += 1
+            self._counts["batches"] += 1
+            return np.asarray(self._fast(x[None]))[0]
+
+
+class ZerosWhenTimedService(capstone.GlobalLockService):
+    """Cheats the throughput check: answers zeros, at once, when the model is the slow one."""
+
+    def predict(self, x):
+        layers = getattr(self._model, "layers", [])
+        if layers and layers[-1].name == "pause":
+            with self._lock:
+                self._counts["requests"] += 1
+                self._counts["batches"] += 1
+            return np.zeros(4, dtype="float32")
+        return super().predict(x)
 
 
 # --------------------------------------------------------------------------- wrong: cold start
@@ -445,11 +498,13 @@ class DeadLookingLeakService(LeakyCloseService):
 
 
 lying(RetryWhenReadColdService, ReusedBufferSwapService, UncountedStatsService,
-      GraderNamedLeakService, DeadLookingLeakService, ComputeWhenReadService)
+      GraderNamedLeakService, DeadLookingLeakService, ComputeWhenReadService,
+      SkipsTheSlowLayerService, SlowsTheOtherServicesService, ZerosWhenTimedService)
 WRONG_COLD = [LockFreeColdService, TwoBatchersNoWarmupService, RetryWhenReadColdService]
 WRONG_UPDATES = [UnlockedSwapService, IdleUpdateService, ReusedBufferSwapService]
 WRONG_ACCOUNTING = [DropsPartialBatchService, LeakyCloseService, DeadlockCloseService,
                     WholeBatchFailsService, UncountedStatsService, GraderNamedLeakService,
                     DeadLookingLeakService]
-WRONG_THROUGHPUT = [LockPerCallService, PerThreadCopyService, ComputeWhenReadService]
+WRONG_THROUGHPUT = [LockPerCallService, PerThreadCopyService, ComputeWhenReadService,
+                    SkipsTheSlowLayerService, SlowsTheOtherServicesService, ZerosWhenTimedService]
 CORRECT = [ConditionBatchService, QueueCommandService, FutureBatchService]

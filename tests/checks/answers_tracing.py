@@ -7,6 +7,8 @@ swallowed, the main thread's name instead of the caller's, and the value not ret
 counted (reads too), the resource ignored, the tuple the wrong way round, the log taken in
 its given (unsorted) order. ``find_conflicts``: touching intervals counted, read-read pairs
 counted, locks ignored, any two locks treated as protection, only neighbours in time compared.
+``lockset_races``: one thread or reads alone flagged, ``None`` taken for a lock, any lock
+taken for protection, the writes looked at alone, overlap asked again, a resource named twice.
 """
 
 from __future__ import annotations
@@ -349,6 +351,105 @@ CORRECT_FIND_CONFLICTS = [find_conflicts_sweep, find_conflicts_grouped,
                           find_conflicts_as_generator]
 
 
+# --------------------------------------------------------------------------- lockset_races
+
+
+def _locksets(log, *, threads=True, writes=True, none_is_a_lock=False, any_lock=False,
+              writes_only=False):
+    by_resource = defaultdict(list)
+    for record in log:
+        by_resource[record["resource"]].append(record)
+    races = []
+    for resource, accesses in by_resource.items():
+        considered = [r for r in accesses if r["op"] == "write"] if writes_only else accesses
+        if not considered:
+            continue
+        if threads and len({r["thread"] for r in considered}) < 2:
+            continue
+        if writes and not any(r["op"] == "write" for r in considered):
+            continue
+        locks = [{r["lock"]} if none_is_a_lock else {r["lock"]} - {None} for r in considered]
+        if any_lock:
+            safe = all(locks)
+        else:
+            safe = bool(set.intersection(*locks))
+        if not safe:
+            races.append(resource)
+    return races
+
+
+def lockset_races_one_thread_too(log):
+    """Forgets the two threads: a resource only one thread touches is flagged."""
+    return _locksets(log, threads=False)
+
+
+def lockset_races_reads_too(log):
+    """Forgets the write: resources only read, from many threads, are flagged."""
+    return _locksets(log, writes=False)
+
+
+def lockset_races_none_is_a_lock(log):
+    """Counts ``None`` as a lock name: accesses under no lock at all share it."""
+    return _locksets(log, none_is_a_lock=True)
+
+
+def lockset_races_any_lock(log):
+    """Any lock held counts as protection, even a different lock per thread."""
+    return _locksets(log, any_lock=True)
+
+
+def lockset_races_writes_only(log):
+    """Looks at the writes alone: an unlocked read of a guarded resource is not flagged."""
+    return _locksets(log, writes_only=True)
+
+
+def lockset_races_by_overlap(log):
+    """Asks the overlap question again: a resource is flagged when two accesses overlapped."""
+    return sorted({log[i]["resource"] for i, _ in _conflicts(log)})
+
+
+def lockset_races_every_access(log):
+    """Names the resource once per unguarded access: each resource is reported several times."""
+    flagged = set(_locksets(log))
+    return [r["resource"] for r in log if r["resource"] in flagged]
+
+
+def lockset_races_candidate_sets(log):
+    """Correct, the Eraser way: refine each resource's candidate set access by access."""
+    candidates, threads, written = {}, defaultdict(set), defaultdict(bool)
+    for r in log:
+        held = set() if r["lock"] is None else {r["lock"]}
+        res = r["resource"]
+        candidates[res] = held if res not in candidates else candidates[res] & held
+        threads[res].add(r["thread"])
+        written[res] = written[res] or r["op"] == "write"
+    return [res for res in candidates
+            if len(threads[res]) > 1 and written[res] and not candidates[res]]
+
+
+def lockset_races_counted(log):
+    """Correct, unusual: counts locks per resource and returns a set."""
+    from collections import Counter
+
+    totals, locks, threads, writes = Counter(), defaultdict(Counter), defaultdict(set), set()
+    for r in log:
+        totals[r["resource"]] += 1
+        if r["lock"] is not None:
+            locks[r["resource"]][r["lock"]] += 1
+        threads[r["resource"]].add(r["thread"])
+        if r["op"] == "write":
+            writes.add(r["resource"])
+    return {res for res, n in totals.items() if len(threads[res]) > 1 and res in writes
+            and n not in locks[res].values()}
+
+
+WRONG_LOCKSET = [lockset_races_one_thread_too, lockset_races_reads_too,
+                 lockset_races_none_is_a_lock, lockset_races_any_lock,
+                 lockset_races_writes_only, lockset_races_by_overlap,
+                 lockset_races_every_access]
+CORRECT_LOCKSET = [lockset_races_candidate_sets, lockset_races_counted]
+
+
 # --------------------------------------------------------------------------- publish_locked
 
 
@@ -552,6 +653,12 @@ def find_conflicts_repeats_hidden(log):
     return _OnceEach(find_conflicts_both_directions(log))
 
 
+def lockset_races_repeats_hidden(log):
+    """Liar: every flagged resource once per access, in a list whose iteration yields each
+    once."""
+    return _OnceEach(lockset_races_every_access(log))
+
+
 def publish_unlocked_lying_record(best, lock, name, score, access, save):
     """Liar: the racy publish, writing a score and a name that equal every value."""
     seen = access("read", "best", lambda: best["score"], lock="best_lock")
@@ -591,8 +698,10 @@ def publish_lying_op(best, lock, name, score, access, save):
 LYING_LOG_ACCESS = lying(log_access_lying_return, log_access_lying_end, log_access_lying_thread)
 LYING_WHO_OVERWROTE = lying(who_overwrote_sorts_log_lying, who_overwrote_repeats_hidden)
 LYING_FIND_CONFLICTS = lying(find_conflicts_marks_log_lying, find_conflicts_repeats_hidden)
+LYING_LOCKSET = lying(lockset_races_repeats_hidden)
 LYING_PUBLISH = lying(publish_unlocked_lying_record, publish_lying_lock_name, publish_lying_op)
 WRONG_LOG_ACCESS += LYING_LOG_ACCESS
 WRONG_WHO_OVERWROTE += LYING_WHO_OVERWROTE
 WRONG_FIND_CONFLICTS += LYING_FIND_CONFLICTS
+WRONG_LOCKSET += LYING_LOCKSET
 WRONG_PUBLISH += LYING_PUBLISH

@@ -79,6 +79,64 @@ WRONG_WARM_UPS = [
 CORRECT_WARM_UPS = [warm_with_zeros, warm_build_then_predict_on_batch]
 
 
+# --------------------------------------------------------------------------- warm_up_both
+
+
+def warm_both_with_predict_on_batch(model: Any, example_batch: np.ndarray) -> None:
+    """Warm ``predict_on_batch`` only: the ``predict`` threads trace again."""
+    model.predict_on_batch(example_batch)
+
+
+def warm_both_with_predict(model: Any, example_batch: np.ndarray) -> None:
+    """Warm ``predict`` only, the usual Keras 3 advice: ``predict_on_batch`` traces again."""
+    model.predict(example_batch, verbose=0)
+
+
+def warm_both_by_calling_model(model: Any, example_batch: np.ndarray) -> None:
+    """Build the weights with ``model(x)``: neither entry point's function is traced."""
+    model(example_batch)
+
+
+def warm_both_predict_one_row(model: Any, example_batch: np.ndarray) -> None:
+    """Both entry points, but ``predict`` with one row: serving full batches traces again."""
+    model.predict_on_batch(example_batch)
+    model.predict(example_batch[:1], verbose=0)
+
+
+def warm_both_on_two_threads(model: Any, example_batch: np.ndarray) -> None:
+    """Warm each entry point on its own thread at once: the two first calls race."""
+    workers = [threading.Thread(target=model.predict, args=(example_batch,),
+                                kwargs={"verbose": 0}),
+               threading.Thread(target=model.predict_on_batch, args=(example_batch,))]
+    for worker in workers:
+        worker.start()
+
+
+def warm_both_predict_then_predict_on_batch(model: Any, example_batch: np.ndarray) -> None:
+    """Correct: ``predict`` first, then ``predict_on_batch``, with a batch of zeros."""
+    zeros = np.zeros_like(example_batch)
+    model.predict(zeros, verbose=0)
+    model.predict_on_batch(zeros)
+
+
+def warm_both_in_a_loop(model: Any, example_batch: np.ndarray) -> None:
+    """Correct: each entry point the server uses, in a loop, ``predict_on_batch`` first."""
+    for entry in (model.predict_on_batch, functools.partial(model.predict, verbose=0)):
+        entry(example_batch)
+
+
+#: No warm-up and ``make_predict_function`` fail here as they fail ``warm_up`` (threads raise
+#: on the cold model); they are not run again, to keep the suite in its budget.
+WRONG_WARM_UPS_BOTH = [
+    warm_both_with_predict_on_batch,
+    warm_both_with_predict,
+    warm_both_by_calling_model,
+    warm_both_predict_one_row,
+    warm_both_on_two_threads,
+]
+CORRECT_WARM_UPS_BOTH = [warm_both_predict_then_predict_on_batch, warm_both_in_a_loop]
+
+
 # --------------------------------------------------------------------------- SharedPredictor
 
 

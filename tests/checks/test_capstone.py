@@ -21,7 +21,11 @@ shared, loaded 2-core machine:
 - throughput (2x required): 25 measurements each, ``ConditionBatchService`` 4.9-7.9x
   (median 6.7), ``QueueCommandService`` 5.1-8.7x, ``LockPerCallService`` 0.83-1.11x;
   ``PerThreadCopyService`` fails on memory (16 copies where 2 are allowed) before any rate
-  is measured.
+  is measured. Three services cheat the measurement and fail by construction (3 runs each,
+  as lying answers): one skips the busy model's slow layer (every request is found
+  unserved by the model it was given), one answers zeros when timed (a wrong answer), one
+  slows the shared model for the global lock it is compared with (the lock now serves its
+  own model: the cheat measures about 1x).
 
 Wrong services run in child processes (``isolation.py``): a cold model built from several
 threads at once can crash TensorFlow, and a deadlocked or leaky service leaves threads
@@ -189,3 +193,10 @@ def test_unfilled_answer_fails_at_once_naming_the_error(check):
     message = str(failure.value)
     assert message.startswith("InferenceService: ")
     assert "NotImplementedError" in message and "before any client threads" in message
+
+
+def test_a_service_that_skips_the_slow_layer_or_answers_without_the_model_fails(wrong_verdicts):
+    skipped = _first_failure(wrong_verdicts, "check_throughput", answers.SkipsTheSlowLayerService)
+    assert "without the model the service was given computing them" in skipped
+    zeros = _first_failure(wrong_verdicts, "check_throughput", answers.ZerosWhenTimedService)
+    assert "was answered [0.0, 0.0, 0.0, 0.0], but the model answers" in zeros

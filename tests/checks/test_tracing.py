@@ -3,9 +3,11 @@
 Each parametrized test runs the exercise's real hidden check (``autograder.checks.tracing``)
 20 times in this process, as 20 grading runs would.
 
-- ``check_who_overwrote`` and ``check_find_conflicts`` are deterministic: they grade the answer
-  on 40 seeded hidden logs (20 racy, 20 clean) against the lesson's definition, so the same
-  answer gets the same verdict every run. The 20 runs still run (they are cheap).
+- ``check_who_overwrote``, ``check_find_conflicts`` and ``check_lockset_races`` are
+  deterministic: they grade the answer on 40 seeded hidden logs (20 racy, 20 clean; the
+  lockset check first on six small logs that each decide one part of its definition) against
+  the lesson's definition, so the same answer gets the same verdict every run. The 20 runs
+  still run (they are cheap).
 - ``check_publish_locked`` uses the controlled scheduler (``explore``, seed ``tracing.SEED``,
   ``tracing.SCHEDULES`` = 150 schedules): deterministic too. Over seeds 0-9 the racy answers
   were found within 17-69 schedules; the others fail on the first schedule.
@@ -42,6 +44,8 @@ EXERCISES = {
          answers.WRONG_WHO_OVERWROTE, answers.CORRECT_WHO_OVERWROTE),
         ("find_conflicts", tracing.check_find_conflicts,
          answers.WRONG_FIND_CONFLICTS, answers.CORRECT_FIND_CONFLICTS),
+        ("lockset_races", tracing.check_lockset_races,
+         answers.WRONG_LOCKSET, answers.CORRECT_LOCKSET),
         ("publish_locked", tracing.check_publish_locked,
          answers.WRONG_PUBLISH, answers.CORRECT_PUBLISH),
     ]
@@ -61,3 +65,16 @@ def test_hidden_logs_hold_races_and_clean_runs() -> None:
     assert sum(bool(tracing.reference_who_overwrote(log)) for log in racy) >= 15
     assert not any(tracing.reference_find_conflicts(log) for log in clean)
     assert not any(tracing.reference_who_overwrote(log) for log in clean)
+
+
+def test_lockset_check_flags_racy_logs_and_never_needs_accesses_that_overlap() -> None:
+    """The racy hidden logs are flagged by the lockset definition, the clean ones never, and
+    the small logs decide it without any two accesses overlapping in time."""
+    racy = [tracing.hidden_log(tracing.SEED * 100 + k, racy=True) for k in range(0, 40, 2)]
+    clean = [tracing.hidden_log(tracing.SEED * 100 + k, racy=False) for k in range(1, 40, 2)]
+    assert sum(bool(tracing.reference_lockset_races(log)) for log in racy) >= 15
+    assert not any(tracing.reference_lockset_races(log) for log in clean)
+    small = [log for _, log in tracing._lockset_edge_logs()]
+    assert not any(tracing.reference_find_conflicts(log) for log in small)
+    assert [sorted(tracing.reference_lockset_races(log)) for log in small] == [
+        [], [], ["best"], ["best"], ["best"], ["step"]]

@@ -9,6 +9,11 @@ through its check with ``trials=1`` over many seeds, on the shared, loaded 2-cor
 - ``warm_up`` (3 trials): each of the 7 wrong answers failed 30 of 30 single trials (serving
   traces again, deterministically, or threads raise). 95 % lower bound per trial 0.89, so a
   grading run misses with probability below 0.11^3 = 1.5e-3 even at that bound.
+- ``warm_up_both`` (3 trials, half the threads on ``predict``, half on
+  ``predict_on_batch``): the 4 answers that warm one entry point, or the wrong shape, or
+  neither, leave the predict function to be traced while serving, which the trace log counts
+  exactly: they fail the first trial every time. Warming both on two threads at once makes
+  threads raise (a race of its own) in the first trial.
 - ``SharedPredictor`` (5 trials): 6 wrong answers failed 40 of 40 single trials (lower bound
   0.91; miss per run < 5e-6). ``BuildUnderLockPredictor`` (Keras's unlocked check-then-set in
   ``make_predict_function``) failed 121 of 140 (86 %, lower bound 80 %): a run misses it with
@@ -45,6 +50,7 @@ from tests.checks.isolation import IsolatedRuns
 
 WRONG = {
     "check_entry_point": "WRONG_WARM_UPS",
+    "check_both_entry_points": "WRONG_WARM_UPS_BOTH",
     "check_shared_predictor": "WRONG_PREDICTORS",
     "check_lazy_model": "WRONG_LAZY_MODELS",
 }
@@ -99,6 +105,11 @@ def test_warm_up_that_traces_predict_on_batch_at_the_serving_shape_passes_every_
     _passes_every_run(warmup.check_entry_point, answer)
 
 
+@pytest.mark.parametrize("answer", answers.CORRECT_WARM_UPS_BOTH, ids=_name)
+def test_warm_up_that_traces_both_predict_and_predict_on_batch_passes_every_run(answer):
+    _passes_every_run(warmup.check_both_entry_points, answer)
+
+
 @pytest.mark.parametrize("answer", answers.CORRECT_PREDICTORS, ids=_name)
 def test_predictor_that_lets_one_thread_warm_first_passes_every_run(answer):
     _passes_every_run(warmup.check_shared_predictor, answer)
@@ -122,6 +133,7 @@ class _NotImplementedClass:
     ("check", "answer", "exercise"),
     [
         (warmup.check_entry_point, _not_implemented, "warm_up"),
+        (warmup.check_both_entry_points, _not_implemented, "warm_up_both"),
         (warmup.check_shared_predictor, _NotImplementedClass, "SharedPredictor"),
         (warmup.check_lazy_model, _NotImplementedClass, "LazyModel"),
     ],
@@ -192,6 +204,13 @@ def test_trace_log_counts_two_traces_for_a_first_call_on_an_unbuilt_model():
 @pytest.mark.parametrize("answer", answers.WRONG_WARM_UPS, ids=_name)
 def test_warm_up_that_leaves_predict_on_batch_cold_fails_every_grading_run(answer, wrong_verdicts):
     _fails_every_run(wrong_verdicts, warmup.check_entry_point, answer)
+
+
+@pytest.mark.parametrize("answer", answers.WRONG_WARM_UPS_BOTH, ids=_name)
+def test_warm_up_that_leaves_predict_or_predict_on_batch_cold_fails_every_grading_run(
+    answer, wrong_verdicts
+):
+    _fails_every_run(wrong_verdicts, warmup.check_both_entry_points, answer)
 
 
 @pytest.mark.parametrize("answer", answers.WRONG_PREDICTORS, ids=_name)

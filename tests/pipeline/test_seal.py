@@ -286,3 +286,57 @@ def test_a_grader_name_written_and_put_back_or_a_shadowed_builtin_is_named():
                      "__globals__": written, "after reporting": [],
                      "shadowed builtin": ["autograder.checks.anatomy.sum was added"],
                      "first import": []}
+
+
+SWAPPED_CLASS_ATTRIBUTES = textwrap.dedent('''
+    import json
+    from autograder.checks import anatomy  # noqa: F401 - a grader module, sealed below
+    from autograder.harness.result import Result
+    from autograder.pipeline import seal
+
+    seal.seal_grader_modules()
+    real_ok = Result.__dict__["ok"]
+    found = {}
+    for route, write in (
+            ("Class.attr", lambda: setattr(Result, "ok", property(lambda self: True))),
+            ("type.__setattr__",
+             lambda: type.__setattr__(Result, "ok", property(lambda self: True))),
+            ("del", lambda: delattr(Result, "figure"))):
+        try:
+            write()
+            found[route] = "written"
+        except TypeError as error:
+            found[route] = "refused" if "immutable type" in str(error) else str(error)
+    found["ok unchanged"] = Result.__dict__["ok"] is real_ok
+
+    class Student(Result):
+        pass
+
+    Student.extra = 1  # a subclass of the student's own stays theirs to change
+    found["subclass"] = Student.extra
+    print(json.dumps(found))
+''')
+
+
+def test_a_grader_class_refuses_a_swapped_attribute_by_every_route():
+    """Python raises no audit event for a class attribute assignment, so a property swapped
+    while a check runs and put back before it returns would leave nothing to find (a racy
+    counter passed ``anatomy.check_counter`` that way, with ``Result.ok`` always true for one
+    call). Sealed, every class of a grader module refuses the write itself."""
+    done = subprocess.run([sys.executable, "-c", SWAPPED_CLASS_ATTRIBUTES], capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert found == {"Class.attr": "refused", "type.__setattr__": "refused", "del": "refused",
+                     "ok unchanged": True, "subclass": 1}
+
+
+def test_freezing_a_class_keeps_its_instances_and_subclasses_working():
+    frozen = type("Frozen", (), {"__init__": lambda self: setattr(self, "value", 3)})
+    assert seal.freeze_class(frozen)
+    with pytest.raises(TypeError, match="immutable type"):
+        frozen.value = 4
+    assert frozen().value == 3
+    child = type("Child", (frozen,), {})
+    child.extra = 5
+    assert child.extra == 5 and not seal.freeze_class(int)

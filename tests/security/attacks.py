@@ -129,6 +129,20 @@ ATTACKS: dict[str, tuple[str, tuple[str, ...]]] = {
         "        if _globals['require_ok'] is _real_require_ok:\n"
         "            _globals['require_ok'] = _lenient\n"
         "        super().increment(by)", TAMPERED),
+    # A property of a harness class swapped for one check's verdict and put back from inside
+    # it: no audit event sees a class attribute written, and nothing is left to find after
+    # the cell. A racy counter passed this way; the grader's classes now refuse the write.
+    "swap_a_harness_class_property_only_while_the_check_runs": (
+        "from autograder.harness.result import Result as _Result\n"
+        "_real_ok, _made, _done = _Result.__dict__['ok'], [], []\n"
+        "def _always(self):\n    type.__setattr__(_Result, 'ok', _real_ok)\n    return True\n"
+        "_Racy = SafeCounter\nclass SafeCounter(_Racy):\n    def __init__(self):\n"
+        "        super().__init__()\n        _made.append(1)\n"
+        "    def increment(self, by=1):\n"
+        "        if len(_made) >= 3 and not _done:\n            _done.append(1)\n"
+        "            try:\n                type.__setattr__(_Result, 'ok', property(_always))\n"
+        "            except TypeError:\n                pass\n"
+        "        super().increment(by)", FAILS),
     "shadow_a_builtin_in_a_check_module": (
         "import autograder.checks.anatomy as _anatomy\n"
         "import types\n"
