@@ -2,6 +2,8 @@
 
 When the suite itself runs as a normal user, every test in ``test_attacks.py`` already grades
 as one; as root this file drops to ``nobody`` for one class of a few attacks, so both cases run.
+A checkout ``nobody`` cannot reach (a clone under ``mktemp -d``, mode 0700) is shown to it at
+its own path, in a mount namespace of the grader's own (:func:`shown_at_its_own_path`).
 """
 
 import csv
@@ -39,17 +41,40 @@ def readable_by_nobody(path: Path) -> bool:
 def graded_as_nobody():
     if os.geteuid() != 0:
         pytest.skip("the suite already runs as a normal user: test_attacks.py grades as one")
-    if not (readable_by_nobody(Path(sys.prefix)) and readable_by_nobody(REPO)):
-        pytest.skip(f"uid {NOBODY} cannot read the checkout or its .venv here, so a grader "
-                    "running as that user cannot start")
+    hidden = not (readable_by_nobody(Path(sys.prefix)) and readable_by_nobody(REPO))
     root = Path(tempfile.mkdtemp(prefix="racelab-nobody-", dir="/tmp"))
+    top = hidden_ancestor(REPO)
+    if hidden and not (Path(sys.prefix).is_relative_to(REPO) and shutil.which("unshare")
+                       and top is not None and not root.is_relative_to(top)):
+        shutil.rmtree(root)
+        pytest.skip(f"uid {NOBODY} cannot read the checkout or its .venv here, and they "
+                    "cannot be shown to it at their own path")
     try:
-        yield grade_as_nobody(root)
+        yield grade_as_nobody(root, through_a_view=hidden)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def grade_as_nobody(root: Path) -> dict:
+def hidden_ancestor(path: Path) -> Path | None:
+    """The highest folder above ``path`` that uid 65534 cannot pass through, if any."""
+    closed = [folder for folder in path.parents if not os.stat(folder).st_mode & 0o001]
+    return closed[-1] if closed else None
+
+
+def shown_at_its_own_path(checkout: Path, stash: Path, command: list[str]) -> list[str]:
+    """``command`` run in a mount namespace of its own in which ``checkout`` is reachable at its
+    own path: the closed folder above it is covered by an empty tmpfs (mode 755) holding only
+    the path down to a bind mount of the checkout. Its venv's scripts, whose first lines name
+    the venv by that path, then run too."""
+    top = hidden_ancestor(checkout)
+    stash.mkdir(mode=0o755)
+    script = ('mount --bind "$1" "$2" && mount -t tmpfs -o mode=755 tmpfs "$3" && '
+              'mkdir -p "$1" && mount --bind "$2" "$1" && shift 3 && exec "$@"')
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh",
+            str(checkout), str(stash), str(top), *command]
+
+
+def grade_as_nobody(root: Path, *, through_a_view: bool = False) -> dict:
     root.chmod(0o755)
     solutions = root / "solutions"
     solutions.mkdir()
@@ -76,12 +101,14 @@ def grade_as_nobody(root: Path) -> dict:
     out.mkdir()
     os.chown(out, NOBODY, NOBODY)
     before = honest.read_bytes()
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(out),
+           "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONDONTWRITEBYTECODE": "1"}
     command = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
                sys.executable, "-m", "autograder.cli", "grade", str(submitted), "--out", str(out),
                "--solutions", str(solutions), "--workers", "2", "--cell-timeout", "20",
                "--memory-mb", "1200"]
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(out),
-           "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONDONTWRITEBYTECODE": "1"}
+    if through_a_view:
+        command = shown_at_its_own_path(REPO, root / "checkout", command)
     finished = subprocess.run(command, capture_output=True, text=True, timeout=800, env=env,
                               cwd=out)
     assert finished.returncode == 0, finished.stderr[-3000:]
