@@ -130,8 +130,10 @@ def main() -> None:  # noqa: PLR0915 - one straight sequence, kept together on p
     audit_hook = seal.make_audit_hook(seal.trusted_roots(), test_files, attempts)
     seal.hide_trace_function(attempts)
     seal.seal_grader_modules()
+    protected = seal.protected_modules()
+    seal.seal_library_names(protected)
     harness_attempts = tamper.refused_attempts()
-    integrity = seal.integrity_check(seal.protected_modules())
+    integrity = seal.integrity_check(protected)
     sys.addaudithook(audit_hook)
 
     notebook = types.ModuleType("__main__")

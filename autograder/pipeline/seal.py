@@ -53,6 +53,15 @@ _STUDENT_REFUSED = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_refe
                               "sys.setprofile"})
 _WATCHED = (_FRAME_EVENTS | _STUDENT_REFUSED
             | frozenset({"open", "import", "object.__setattr__", "compile", "os.symlink"}))
+#: Library modules (by top-level package) whose own globals are rebound while code runs, by
+#: the harness (``threading._trace_hook``) or the interpreter (``sys.stdout``, ``sys.last_*``):
+#: their dictionaries' versions say nothing. Every other library module the grader names is
+#: watched for a write that left no trace (a function swapped while a check ran, then put
+#: back); a write that leaves a new value (a lazy import filling a name) is not one.
+_REBOUND_AT_RUN_TIME = frozenset({"sys", "os", "posixpath", "threading", "_thread", "signal",
+                                  "_signal", "site", "linecache", "multiprocessing",
+                                  "concurrent", "io", "builtins", "ctypes", "subprocess",
+                                  "tempfile"})
 #: Class attributes the standard library adds to classes at run time (``copyreg`` when an
 #: instance is pickled): not a change a notebook made.
 _ADDED_BY_LIBRARIES = frozenset({"__slotnames__"})
@@ -105,6 +114,7 @@ def integrity_check(modules: dict[str, Iterable[str] | None]) -> Callable[[], li
     remembered: list[tuple[str, object, type]] = []
     shapes: list[tuple[str, object, frozenset[str]]] = []
     versions: list[list] = []  # [module name, its dict, the dict's version, its keys]
+    libraries: list[list] = []  # [module name, its dict, the dict's version, its items]
     seen: set[int] = set()
 
     def remember(label: str, namespace, keys: Iterable[str] | None, *, classes: bool) -> None:
@@ -132,8 +142,12 @@ def integrity_check(modules: dict[str, Iterable[str] | None]) -> Callable[[], li
             remembered.append((name, module, type(module)))
             remember(name, module.__dict__, keys, classes=True)
             version = dict_version(module.__dict__)
-            if keys is None and name.startswith("autograder") and version is not None:
+            if version is None:
+                continue
+            if keys is None and name.startswith("autograder"):
                 versions.append([name, module.__dict__, version, frozenset(module.__dict__)])
+            elif keys is not None and name.partition(".")[0] not in _REBOUND_AT_RUN_TIME:
+                libraries.append([name, module.__dict__, version, dict(module.__dict__)])
     remember("builtins", builtins.__dict__, None, classes=False)
 
     def problems(_missing: object = object(), _modules: dict = sys.modules,
@@ -142,8 +156,21 @@ def integrity_check(modules: dict[str, Iterable[str] | None]) -> Callable[[], li
                  _contents_now=_contents, _kept=tuple(contents), _type=type,
                  _added_legitimately=_ADDED_BY_LIBRARIES, _set=set,
                  _versions=tuple(versions), _version=dict_version,
-                 _added_in_passing=_added_in_passing) -> list[str]:
+                 _added_in_passing=_added_in_passing, _libraries=tuple(libraries),
+                 _dict=dict) -> list[str]:
         found = []
+        for watched in _libraries:
+            name, namespace, version, items = watched
+            now = _version(namespace)
+            if now == version:
+                continue
+            current = _dict(namespace)
+            rebound = [key for key, value in current.items()
+                       if items.get(key, _missing) is not value]
+            watched[2], watched[3] = now, current
+            if not rebound and len(current) == len(items):  # a write that left no trace
+                found.append(f"a name of {name} was written while graded code ran (and "
+                             "perhaps put back)")
         for watched in _versions:
             name, namespace, version, keys = watched
             now = _version(namespace)
@@ -496,6 +523,27 @@ def seal_grader_modules() -> None:
             for value in list(vars(module).values()):
                 if isinstance(value, type) and value.__module__ == name:
                     freeze_class(value)
+
+
+def seal_library_names(protected: dict[str, tuple[str, ...] | None]) -> None:
+    """Refuse, from now on, ``module.name = value`` on the library names the grader calls.
+
+    ``numpy.allclose = lambda *a, **k: True`` while a check runs, put back before the test
+    cell ends, would leave nothing for :func:`integrity_check` to find. Each plain library
+    module in ``protected`` (as :func:`protected_modules` gives it) refuses and records an
+    assignment to, or deletion of, its remembered names, as the grader's own modules do.
+    Modules whose globals are rebound at run time (:data:`_REBOUND_AT_RUN_TIME`), or that
+    already have a class of their own (the kernel guard's, a lazy loader), are left alone; a
+    write straight into a module's dictionary is found afterwards by the dictionary's version.
+    """
+    from autograder.harness import tamper
+
+    for name, keys in protected.items():
+        module = sys.modules.get(name)
+        if keys is None or type(module) is not types.ModuleType \
+                or name.partition(".")[0] in _REBOUND_AT_RUN_TIME:
+            continue
+        tamper.seal(module, [key for key in keys if key in vars(module)])
 
 
 def protected_modules() -> dict[str, tuple[str, ...] | None]:

@@ -340,3 +340,44 @@ def test_freezing_a_class_keeps_its_instances_and_subclasses_working():
     child = type("Child", (frozen,), {})
     child.extra = 5
     assert child.extra == 5 and not seal.freeze_class(int)
+
+
+LIBRARY_NAMES = textwrap.dedent('''
+    import json, random
+    import autograder.checks.anatomy  # noqa: F401 - the harness names random.Random
+    from autograder.harness import tamper
+    from autograder.pipeline import seal
+
+    protected = seal.protected_modules()
+    seal.seal_library_names(protected)
+    integrity = seal.integrity_check(protected)
+    found = {"clean": integrity()}
+    real = random.Random
+    try:
+        random.Random = object
+        found["assigned"] = "written"
+    except AttributeError:
+        found["assigned"] = tamper.refused_attempts()[-1]
+    vars(random)["Random"] = object
+    vars(random)["Random"] = real
+    found["written and put back"] = integrity()
+    vars(random)["lazily_loaded"] = object()  # a library filling a name of its own
+    found["a new name"] = integrity()
+    print(json.dumps(found))
+''')
+
+
+def test_a_library_name_the_grader_calls_is_refused_or_named_when_put_back():
+    """A library function or class the grader calls (``random.Random``, which the harness
+    samples schedules with), swapped while a check runs and put back before the cell ends,
+    left nothing to find. Assigned through the module, it is refused as it happens; written
+    straight into the module's dictionary, the dictionary's version names it. A library that
+    fills a new name of its own (a lazy import) is not reported."""
+    done = subprocess.run([sys.executable, "-c", LIBRARY_NAMES], capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert found == {"clean": [], "assigned": "overwriting random.Random",
+                     "written and put back": ["a name of random was written while graded code "
+                                              "ran (and perhaps put back)"],
+                     "a new name": []}

@@ -143,6 +143,23 @@ ATTACKS: dict[str, tuple[str, tuple[str, ...]]] = {
         "            try:\n                type.__setattr__(_Result, 'ok', property(_always))\n"
         "            except TypeError:\n                pass\n"
         "        super().increment(by)", FAILS),
+    # A library name the harness calls (its seeded schedule sampler), swapped while the check
+    # runs and put back: refused as it happens, or, written straight into the module's
+    # dictionary, named after the cell by the dictionary's version.
+    "swap_a_library_name_the_harness_calls_while_the_check_runs": (
+        "import random as _random\n_real_Random, _done = _random.Random, []\n"
+        "_Racy = SafeCounter\nclass SafeCounter(_Racy):\n    def increment(self, by=1):\n"
+        "        if not _done:\n            _done.append(1)\n"
+        "            try:\n                _random.Random = type('Random', (_real_Random,), {})\n"
+        "            except AttributeError:\n                pass\n"
+        "        super().increment(by)", TAMPERED),
+    "swap_a_library_name_in_its_module_dict_and_put_it_back": (
+        "import random as _random\n_real_Random, _done = _random.Random, []\n"
+        "_Racy = SafeCounter\nclass SafeCounter(_Racy):\n    def increment(self, by=1):\n"
+        "        if not _done:\n            _done.append(1)\n"
+        "            vars(_random)['Random'] = type('Random', (_real_Random,), {})\n"
+        "            vars(_random)['Random'] = _real_Random\n"
+        "        super().increment(by)", TAMPERED),
     "shadow_a_builtin_in_a_check_module": (
         "import autograder.checks.anatomy as _anatomy\n"
         "import types\n"
