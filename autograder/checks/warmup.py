@@ -214,11 +214,32 @@ class TraceLog:
             return original(data)
 
         model.predict_step = predict_step
+        self._model = model
+        self._wrapper = predict_step
+        self._function: Any = None
+        self._function_count = 0
 
     @property
     def count(self) -> int:
         """Traces recorded since the last :meth:`reset`."""
         return len(self.threads)
+
+    @property
+    def intact(self) -> bool:
+        """Whether the model still calls this log's ``predict_step`` and its predict function
+        is still a ``tf.function`` (code that removes either would trace unseen)."""
+        function = self._model.__dict__.get("predict_function")
+        return self._model.__dict__.get("predict_step") is self._wrapper and (
+            function is None or hasattr(function, "experimental_get_tracing_count"))
+
+    def function_traces(self) -> int:
+        """Traces of the model's predict function since the last :meth:`reset`, counted by
+        TensorFlow itself (a second count, which no change to ``predict_step`` hides)."""
+        function = self._model.__dict__.get("predict_function")
+        count = _tracing_count(function)
+        if function is not self._function:
+            return max(1, count) if function is not None else 0
+        return count - self._function_count
 
     @property
     def tracing_threads(self) -> int:
@@ -228,6 +249,13 @@ class TraceLog:
     def reset(self) -> None:
         """Forget the traces recorded so far."""
         self.threads.clear()
+        self._function = self._model.__dict__.get("predict_function")
+        self._function_count = _tracing_count(self._function)
+
+
+def _tracing_count(function: Any) -> int:
+    counter = getattr(function, "experimental_get_tracing_count", None)
+    return int(counter()) if callable(counter) else 0
 
 
 @functools.cache
@@ -368,6 +396,11 @@ def _weights_and_outputs(trial: Trial, model: Any, what: str) -> list[str]:
                             "model run on one thread")
             break
     return problems
+
+
+#: What a check says when the answer took the grader's trace log off the model.
+_REPLACED = ("the model's predict_step or predict_function was replaced, so the grader could "
+             "not count its traces; leave the model's methods as Keras made them")
 
 
 def _fail(problems: list[str]) -> None:
@@ -688,9 +721,13 @@ def _serve_after_warm_up(warm_up: Callable[[Any, np.ndarray], Any], exercise: st
 
     def check(trial: Trial) -> None:
         problems = _weights_and_outputs(trial, trial.model, served)
-        if trial.traces is not None and trial.traces.count:
+        traces = trial.traces
+        if traces is not None and not traces.intact:
+            problems.append(_REPLACED)
+        elif traces is not None and max(traces.count, traces.function_traces()):
             problems.append(
-                f"the predict function was traced {trial.traces.count} time(s) while "
+                f"the predict function was traced "
+                f"{max(traces.count, traces.function_traces())} time(s) while "
                 f"{len(trial.inputs)} threads served {served} after {exercise}; a warm "
                 "model traces 0 times. Warm exactly "
                 f"{'the entry point' if len(serve) == 1 else 'every entry point'} you serve "
@@ -796,7 +833,9 @@ def run_shared_predictor(
     def check(trial: Trial) -> None:
         problems = _weights_and_outputs(trial, trial.model, "the predictor")
         traces = trial.traces
-        if traces is not None and traces.tracing_threads > 1:
+        if traces is not None and not traces.intact:
+            problems.append(_REPLACED)
+        elif traces is not None and traces.tracing_threads > 1:
             problems.append(
                 f"{traces.tracing_threads} threads traced the predict function "
                 f"({traces.count} traces); only the first caller should, while the others wait"

@@ -67,7 +67,25 @@ def warm_build_then_predict_on_batch(model: Any, example_batch: np.ndarray) -> N
     model.predict_on_batch(example_batch)
 
 
+def warm_with_predict_and_hide_the_traces(model: Any, example_batch: np.ndarray) -> None:
+    """Cheats: warms the wrong entry point, then takes the grader's trace log off the model."""
+    model.predict(example_batch, verbose=0)
+    vars(model).pop("predict_step", None)
+
+
+def warm_with_one_row_and_a_fake_predict_function(model: Any,
+                                                  example_batch: np.ndarray) -> None:
+    """Cheats: warms the wrong shape, then hides TensorFlow's own count of the traces behind a
+    plain function that calls the real one."""
+    model.predict_on_batch(example_batch[:1])
+    real = model.predict_function
+    model.predict_function = lambda *args, **kwargs: real(*args, **kwargs)
+
+
+lying(warm_with_predict_and_hide_the_traces, warm_with_one_row_and_a_fake_predict_function)
 WRONG_WARM_UPS = [
+    warm_with_predict_and_hide_the_traces,
+    warm_with_one_row_and_a_fake_predict_function,
     warm_nothing,
     warm_with_predict,
     warm_by_calling_model,
