@@ -25,6 +25,7 @@ Plumbing the notebook uses (real-thread trials, throughput) lives here too.
 from __future__ import annotations
 
 import re
+import sys
 import time
 import types
 from collections.abc import Callable, Sequence
@@ -481,21 +482,31 @@ def _require_visible() -> None:
 
 
 def count_trials(make: Callable[[], Any], add: Callable[[Any, int], Any], *, threads: int,
-                 per_thread: int, trials: int) -> list[int]:
+                 per_thread: int, trials: int, switch_interval: float | None = None
+                 ) -> list[int]:
     """Run ``add(shared, per_thread)`` on ``threads`` real threads, ``trials`` times.
 
     Args:
         make: Returns a fresh shared object with a ``value`` attribute (0) per trial.
         add: Adds 1 to ``shared.value`` ``per_thread`` times.
+        switch_interval: When given, the interpreter's thread switch interval
+            (``sys.setswitchinterval``, 5 ms by default) while the threads run: a shorter one
+            switches threads more often, so a race shows in fewer trials.
 
     Returns:
         The final ``value`` of each trial (``threads * per_thread`` when nothing was lost).
     """
     finals = []
-    for _ in range(trials):
-        shared = make()
-        run_threads(lambda _index, shared=shared: add(shared, per_thread), threads)
-        finals.append(shared.value)
+    before = sys.getswitchinterval()
+    if switch_interval is not None:
+        sys.setswitchinterval(switch_interval)
+    try:
+        for _ in range(trials):
+            shared = make()
+            run_threads(lambda _index, shared=shared: add(shared, per_thread), threads)
+            finals.append(shared.value)
+    finally:
+        sys.setswitchinterval(before)
     return finals
 
 
