@@ -33,7 +33,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -47,6 +46,7 @@ import numpy as np
 from autograder.checks import process_workers
 from autograder.checks.kit import bounded
 from autograder.checks.plain import NotPlainData, plain, plain_array
+from autograder.harness.tamper import scratch_folder
 
 SHM_DIR = Path("/dev/shm")
 MB = 2**20
@@ -272,7 +272,7 @@ def run_pool(pool_class: Callable[..., Any], *, workers: int = POOL_WORKERS,
     """
     before = snapshot()
     seen = PoolRun()
-    marks = tempfile.mkdtemp(prefix="racelab-served-by-")
+    marks = scratch_folder("served-by")
     target = functools.partial(process_workers.serve, served_by=marks)
     try:
         pool = bounded(exercise, f"SharedWeightsPool(weights, {workers}, serve)",
@@ -448,7 +448,7 @@ def run_ledger_once(run_ledger: Callable[[int, int], Any], *, workers: int = LED
     before = snapshot()
     seen = LedgerRun(expected=process_workers.expected_totals(workers, updates))
     watcher = _ChildWatcher(before.processes)
-    receipts = tempfile.mkdtemp(prefix="racelab-receipts-")
+    receipts = scratch_folder("receipts")
     os.environ[process_workers.RECEIPTS_ENV] = receipts
     watcher.start()
     try:
@@ -459,7 +459,7 @@ def run_ledger_once(run_ledger: Callable[[int, int], Any], *, workers: int = LED
         os.environ.pop(process_workers.RECEIPTS_ENV, None)
         seen.workers_seen = len(watcher.seen)
         seen.workers_ran = {index for index, pid in process_workers.read_receipts(receipts)
-                            if pid != os.getpid()}
+                            if pid in watcher.seen}
         shutil.rmtree(receipts, ignore_errors=True)
         seen.leftovers = before.since()
         clean_up(seen.leftovers)

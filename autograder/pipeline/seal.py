@@ -34,6 +34,7 @@ import _thread
 import builtins
 import ctypes
 import os
+import pathlib
 import re
 import sys
 import sysconfig
@@ -52,7 +53,12 @@ _STUDENT_REFUSED = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_refe
                               "code.__new__", "sys.addaudithook", "sys.settrace",
                               "sys.setprofile"})
 _WATCHED = (_FRAME_EVENTS | _STUDENT_REFUSED
-            | frozenset({"open", "import", "object.__setattr__", "compile", "os.symlink"}))
+            | frozenset({"open", "import", "object.__setattr__", "compile", "os.symlink",
+                         "os.rename", "os.link", "os.chdir"}))
+#: Events that name a path (first argument) or two (the first two), judged by
+#: :func:`make_audit_hook` against the checks' private folders.
+_PATH_EVENTS = frozenset({"open", "os.symlink", "os.rename", "os.link", "os.chdir"})
+_TWO_PATH_EVENTS = frozenset({"os.symlink", "os.rename", "os.link"})
 #: Library modules (by top-level package) whose own globals are rebound while code runs, by
 #: the harness (``threading._trace_hook``) or the interpreter (``sys.stdout``, ``sys.last_*``):
 #: their dictionaries' versions say nothing. Every other library module the grader names is
@@ -72,6 +78,8 @@ _ADDED_BY_LIBRARIES = frozenset({"__slotnames__"})
 _GRADER_CACHES = frozenset({
     "autograder.harness.scheduler._ACTIVE_THREADS", "autograder.harness.tamper._attempts",
 })
+#: Where a ``pathlib`` path keeps its text once it has been turned into a file name.
+_PATH_TEXT_SLOT = vars(pathlib.PurePath).get("_str")
 _MEMORY_FILE = re.compile(r"(^|/)(mem|pagemap)$")
 
 # Library functions that return frames to their caller: a frame event they raise is judged by
@@ -342,7 +350,7 @@ def make_audit_hook(roots: tuple[str, ...], trusted_files: Iterable[str],
     Returns:
         A function for ``sys.addaudithook``.
     """
-    from autograder.harness.tamper import OPAQUE_CODE
+    from autograder.harness.tamper import OPAQUE_CODE, SCRATCH_PREFIX
 
     pass_through = frozenset(_frame_returning_codes())
     grader_root = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "")
@@ -395,14 +403,43 @@ def make_audit_hook(roots: tuple[str, ...], trusted_files: Iterable[str],
         except TypeError:
             return None
 
+    def path_text(value, _type=type, _paths=(pathlib.PosixPath, pathlib.PurePosixPath),
+                  _cached=_PATH_TEXT_SLOT, _entry=os.DirEntry):
+        """Like :func:`text`, and the text of an ``os.DirEntry`` or a ``pathlib`` path too: the
+        text the path cached when the call that raised the event turned it into a file name
+        (read from its slot, so no method of the path's runs)."""
+        found = text(value)
+        if found is not None:
+            return found
+        if _type(value) is _entry:
+            return text(value.path)
+        if _type(value) not in _paths or _type(_cached) is not types.MemberDescriptorType:
+            return None
+        try:
+            return text(_cached.__get__(value))
+        except AttributeError:
+            return None
+
     # The hook runs no code of the objects it is handed: exact type checks and C methods only,
     # so a student's object cannot run while the hook is busy (and so not watching).
     def judge(event: str, args: tuple, frame, _type=type, _int=int,
               _function=types.FunctionType, _thread_globals=thread_globals,
               _gettrace=sys.gettrace, _getprofile=sys.getprofile,
-              _memory=_MEMORY_FILE, _opaque=OPAQUE_CODE) -> str | None:
+              _memory=_MEMORY_FILE, _opaque=OPAQUE_CODE,
+              _scratch=SCRATCH_PREFIX) -> str | None:
         caller_trusted = trusted(frame.f_code.co_filename)
-        if event == "open" or event == "os.symlink":
+        if event in _PATH_EVENTS:
+            for named in args[:2] if event in _TWO_PATH_EVENTS else args[:1]:
+                path = path_text(named)
+                unnamed = path is None and _type(named) is not _int and event != "open"
+                if unnamed or (path is not None and _scratch in path):
+                    who = origin(frame)
+                    if who is not None and not trusted(who.f_code.co_filename):
+                        if path is None:
+                            return "naming a file through an object that is not a path string"
+                        return f"touching the grader's own records ({path})"
+            if event not in ("open", "os.symlink"):
+                return None
             path = text(args[0])
             if path is None:
                 who = asker(frame)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import multiprocessing
+import os
 import queue
 import statistics
 import threading
@@ -338,8 +339,19 @@ def ledger_returning_the_expected_totals(workers: int, updates: int) -> list[int
     return process_workers.expected_totals(workers, updates)
 
 
+def ledger_forging_receipts(workers: int, updates: int) -> list[int]:
+    """Starts no worker: writes the receipts the workers would leave, naming processes that do
+    not exist, and returns the expected totals (the grading runner also refuses the write)."""
+    folder = os.environ.get(process_workers.RECEIPTS_ENV)
+    if folder:
+        with open(os.path.join(folder, "receipts"), "a", encoding="utf-8") as receipts:
+            receipts.writelines(f"{k} {os.getpid() + 1 + k}\n" for k in range(workers))
+    return process_workers.expected_totals(workers, updates)
+
+
 WRONG_LEDGERS = [ledger_without_lock, ledger_lock_per_worker, ledger_on_synchronized_array,
-                 *lying(ledger_lies_when_iterated), ledger_returning_the_expected_totals]
+                 *lying(ledger_lies_when_iterated), ledger_returning_the_expected_totals,
+                 *lying(ledger_forging_receipts)]
 
 
 def ledger_with_the_arrays_own_lock(workers: int, updates: int) -> list[int]:

@@ -381,3 +381,64 @@ def test_a_library_name_the_grader_calls_is_refused_or_named_when_put_back():
                      "written and put back": ["a name of random was written while graded code "
                                               "ran (and perhaps put back)"],
                      "a new name": []}
+
+
+SCRATCH_ROUTES = textwrap.dedent('''
+    import json, os, pathlib, shutil, sys, tempfile
+    from autograder.checks import process_workers
+    from autograder.harness import tamper
+    from autograder.pipeline import seal
+
+    attempts = []
+    sys.addaudithook(seal.make_audit_hook(seal.trusted_roots(), [], attempts))
+    records = tamper.scratch_folder("receipts")
+    elsewhere = tempfile.mkdtemp()
+    os.environ[process_workers.RECEIPTS_ENV] = records
+    process_workers._leave_receipt(0)  # the grader's own code, in this process: allowed
+
+    class Named:
+        def __fspath__(self):
+            return os.path.join(records, "receipts")
+
+    ROUTES = {
+        "honest": "pathlib.Path(elsewhere, 'a').write_text('x'); "
+                  "shutil.copytree(elsewhere, elsewhere + '-copy')",
+        "open": "open(os.path.join(records, 'receipts'), 'a').write('1 99')",
+        "os.open": "os.open(os.path.join(records, 'receipts'), os.O_WRONLY | os.O_APPEND)",
+        "pathlib": "pathlib.Path(records, 'receipts').write_text('1 99')",
+        "rename": "open(os.path.join(elsewhere, 'r'), 'w').close(); "
+                  "os.rename(os.path.join(elsewhere, 'r'), os.path.join(records, 'r'))",
+        "link": "os.link(os.path.join(elsewhere, 'a'), os.path.join(records, 'l'))",
+        "chdir": "os.chdir(records)",
+        "a path object of its own": "os.rename(os.path.join(elsewhere, 'a'), Named())",
+    }
+    found = {}
+    for name, source in ROUTES.items():
+        try:
+            exec(compile(source, "<cell 0>", "exec"), dict(globals()))
+        except Exception as error:
+            found[name] = [type(error).__name__, list(attempts)]
+        else:
+            found[name] = ["ran", list(attempts)]
+        attempts.clear()
+    found["receipts"] = sorted(process_workers.read_receipts(records))
+    print(json.dumps(found))
+''')
+
+
+def test_code_under_test_cannot_touch_the_checks_own_records_by_any_path_route():
+    """Lesson 08's ledger workers leave receipts in a folder of the check's: a notebook that
+    wrote them itself could claim workers that never ran. Every route to such a folder (a
+    string, ``pathlib``, a rename or link into it, ``chdir``, a path object of its own) is
+    refused to code under test; the grader's own code and honest file work are not."""
+    done = subprocess.run([sys.executable, "-c", SCRATCH_ROUTES], capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert found.pop("honest") == ["ran", []]
+    assert [index for index, _pid in found.pop("receipts")] == [0]
+    for name, (outcome, attempts) in found.items():
+        assert outcome == "TamperingError", (name, outcome, attempts)
+        assert len(attempts) == 1, (name, attempts)
+        assert ("the grader's own records" in attempts[0]
+                or "not a path string" in attempts[0]), (name, attempts)
