@@ -13,6 +13,7 @@ import base64
 import json
 import re
 import sys
+from datetime import datetime
 from html import escape
 from pathlib import Path
 
@@ -113,13 +114,22 @@ def write_executed(executed: nbformat.NotebookNode, autograded: Path, notes: lis
     nbformat.write(executed, autograded)
 
 
-def record_scores(gb, result: JobResult) -> None:
-    """Write ``result``'s test scores into an open nbgrader ``Gradebook`` and commit."""
+def record_scores(gb, result: JobResult, *, submitted_at: datetime | None = None) -> None:
+    """Write ``result``'s test scores into an open nbgrader ``Gradebook`` and commit.
+
+    Args:
+        gb: The open gradebook.
+        result: The job's result.
+        submitted_at: The submission's time (its ``timestamp.txt``), as ``nbgrader
+            autograde`` records it: Formgrader lists a submission as graded only when the
+            gradebook's time matches the submitted folder's.
+    """
     from nbgrader.api import MissingEntry
 
     # Formgrader lists students as "last, first": show the student id rather than "None, None".
     gb.update_or_create_student(result.student, last_name=result.student, first_name="")
-    gb.update_or_create_submission(result.assignment, result.student)
+    stamp = {} if submitted_at is None else {"timestamp": submitted_at}
+    gb.update_or_create_submission(result.assignment, result.student, **stamp)
     for gid, (score, _, _) in result.cells.items():
         try:
             grade = gb.find_grade(gid, result.notebook, result.assignment, result.student)

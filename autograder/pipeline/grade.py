@@ -19,6 +19,7 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from pathlib import Path
 
 from autograder.pipeline.course import Course, nbgrader_environment
@@ -234,9 +235,10 @@ def _record_in_course(course: Course, jobs: list[Job], results) -> None:
     """Scores into the course's gradebook; executed notebooks and feedback into its folders."""
     from nbgrader.api import Gradebook
 
+    stamps = {(job.student, job.assignment): _submission_stamps(job) for job in jobs}
     with nbgrader_environment(), Gradebook(course.db_url) as gb:
-        for result in results.values():
-            record_scores(gb, result)
+        for key, result in results.items():
+            record_scores(gb, result, submitted_at=_submitted_at(stamps.get(key, {})))
     for job in jobs:
         result = results[(job.student, job.assignment)]
         where = Path(job.student) / job.assignment / result.notebook
@@ -245,17 +247,35 @@ def _record_in_course(course: Course, jobs: list[Job], results) -> None:
         feedback = course.root / "feedback" / where.with_suffix(".html")
         copies = [(executed, course.root / "autograded" / where.with_suffix(".ipynb")),
                   (html, feedback)]
-        for name in _SUBMISSION_STAMPS:  # release-feedback matches the submission by them
-            try:
-                stamp = read_untrusted(Path(job.submission).parent / name, limit=4096)
-            except UntrustedFileError:
-                continue
+        for name, stamp in stamps[(job.student, job.assignment)].items():
             feedback.parent.mkdir(parents=True, exist_ok=True)
             (feedback.parent / name).write_bytes(stamp)
         for source, target in copies:
             if source.exists():
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(source, target)
+
+
+def _submission_stamps(job: Job) -> dict[str, bytes]:
+    """The stamps nbgrader left beside the submission (release-feedback matches by them)."""
+    stamps = {}
+    for name in _SUBMISSION_STAMPS:
+        try:
+            stamps[name] = read_untrusted(Path(job.submission).parent / name, limit=4096)
+        except UntrustedFileError:
+            continue
+    return stamps
+
+
+def _submitted_at(stamps: dict[str, bytes]) -> datetime | None:
+    """The submission's time from its ``timestamp.txt``, parsed as nbgrader parses it."""
+    from nbgrader.utils import parse_utc
+
+    text = stamps.get("timestamp.txt", b"").decode("utf-8", "replace").strip()
+    try:
+        return parse_utc(text) if text else None
+    except (ValueError, OverflowError):
+        return None
 
 
 def _collect_feedback(jobs: list[Job], results, feedback_dir: Path) -> None:

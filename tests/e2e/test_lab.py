@@ -3,8 +3,10 @@
 The student opens lesson 01 from ``notebooks/`` (self-study), writes the answers, runs all
 cells, presses Validate and gets the grader's success. In class mode the student fetches the
 lesson from the Assignments panel, writes a racy answer, presses Validate and gets the failing
-check's explanation and picture, then submits; the instructor collects the submission with
-``racelab collect``. Screenshots go to ``build/e2e/``.
+check's explanation and picture, then submits. The instructor collects and grades it with
+``racelab collect`` and ``racelab grade --course``, sees the grade in Formgrader and releases
+the feedback with ``racelab release-feedback``; the student fetches it from the Assignments
+panel and opens it with the network refused. Screenshots go to ``build/e2e/``.
 
 To stay within about five minutes on two loaded cores, the class-mode Validate (a grading job
 in its own process) runs while the self-study notebook's Run All runs in its kernel.
@@ -13,6 +15,7 @@ in its own process) runs while the self-study notebook's Run All runs in its ker
 from __future__ import annotations
 
 import contextlib
+import csv
 import json
 import re
 import shutil
@@ -243,8 +246,10 @@ def errors_and_figures(notebook: Path) -> tuple[list[str], int]:
     return errors, figures
 
 
-def test_student_validates_and_submits_lesson_01(course, tmp_path):
-    """Self-study: solution passes Validate. Class mode: racy answer fails with the reason."""
+def test_student_validates_submits_and_reads_the_feedback_of_lesson_01(course, tmp_path):
+    """Self-study: the solution passes Validate. Class mode: a racy answer fails Validate with
+    the reason and is submitted; the instructor collects and grades it, sees the grade in
+    Formgrader and releases feedback; the student fetches the feedback and reads it offline."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     home, exchange = course["home"], course["exchange"]
     solution = answers(course["solutions"] / f"{LESSON}.py")
@@ -258,17 +263,105 @@ def test_student_validates_and_submits_lesson_01(course, tmp_path):
             page = browser.new_page()
             step = Steps(page, server)
             _student_session(page, server, step, home, exchange, solution, racy)
+            with step("instructor: collect, grade into the course, see it in Formgrader, "
+                      "release feedback"):
+                score = _instructor_loop(browser, course, racy, tmp_path)
+            with step("class mode: fetch the feedback from the Assignments panel"):
+                feedback = _fetch_feedback(page, home)
+            with step("open the feedback offline"):
+                _read_feedback_offline(browser, feedback, score)
             step.report(SHOTS / "timings.txt")
     finally:
         server.stop()
-    # The instructor collects the submission with racelab (grading it is tests/pipeline's job).
-    output = finish(run("collect", LESSON, "--solutions", str(course["solutions"]),
-                        "--course", str(course["release_course"]), "--exchange", str(exchange)))
+
+
+def _instructor_loop(browser, course: dict[str, Path], racy: dict[str, str],
+                     tmp_path: Path) -> tuple[float, float]:
+    """``racelab collect``, ``racelab grade --course``, Formgrader, ``racelab release-feedback``.
+
+    Returns:
+        The student's score and the lesson's maximum, as ``grades.csv`` has them.
+    """
+    where = ["--solutions", str(course["solutions"]), "--course", str(course["release_course"])]
+    exchange = ["--exchange", str(course["exchange"])]
+    output = finish(run("collect", LESSON, *where, *exchange))
     submitted = course["release_course"] / "submitted" / STUDENT / LESSON / f"{LESSON}.ipynb"
     assert submitted.exists(), f"collect did not bring {STUDENT}'s submission:\n{output}"
     cells = {c.metadata.get("nbgrader", {}).get("grade_id"): c.source
              for c in nbformat.read(submitted, as_version=4).cells}
     assert cells[RACY_EXERCISE].strip() == racy[RACY_EXERCISE].strip()
+
+    grades = tmp_path / "grades"
+    finish(run("grade", str(course["release_course"] / "submitted"), "--out", str(grades),
+               *where), timeout=VALIDATE_S)
+    with (grades / "grades.csv").open(encoding="utf-8") as table:
+        [row] = [r for r in csv.DictReader(table) if r["student"] == STUDENT]
+    assert row["status"] == "graded", row
+    score, max_score = float(row["score"]), float(row["max_score"])
+    assert 0 < score < max_score, f"a racy answer to one exercise of {LESSON}: {row}"
+
+    instructor = start_lab(["instructor", "--home", str(tmp_path / "instructor"), "--root",
+                            str(course["tmp"]), *where, *exchange],
+                           tmp_path / "instructor.log", tmp_path)
+    try:
+        status, body = instructor.get(f"/formgrader/api/submissions/{LESSON}")
+        assert status == 200, instructor.log_tail()
+        [shown] = [s for s in json.loads(body) if s["student"] == STUDENT]
+        assert (shown["score"], shown["max_score"]) == (score, max_score), shown
+        page = browser.new_page()  # Formgrader's pages ask its API with the login, not a token
+        page.set_extra_http_headers({"Authorization": f"token {instructor.token}"})
+        page.goto(f"{instructor.url}/formgrader/manage_submissions/{LESSON}", timeout=60_000)
+        listed = page.locator("tr", has_text=STUDENT)
+        listed.first.wait_for(timeout=60_000)
+        assert f"{score:g} / {max_score:g}" in " ".join(listed.first.inner_text().split()), \
+            listed.first.inner_text()
+        page.screenshot(path=str(SHOTS / "08-formgrader-grades.png"))
+        page.close()
+    finally:
+        instructor.stop()
+    finish(run("release-feedback", LESSON, *where, *exchange))
+    return score, max_score
+
+
+def _fetch_feedback(page, home: Path) -> Path:
+    """Press Fetch Feedback on the submitted lesson; returns the fetched feedback file."""
+    menu(page, "Nbgrader", "Assignment List")
+    submitted = page.locator("#submitted_assignments_list")
+    page.locator("#refresh_assignments_list").click()
+    submitted.get_by_text("(feedback available to fetch)").wait_for(timeout=60_000)
+    submitted.locator("button", has_text="Fetch Feedback").first.click()
+    submitted.get_by_text("(view feedback)").wait_for(timeout=60_000)
+    page.screenshot(path=str(SHOTS / "09-feedback-fetched.png"))
+    fetched = list((home / LESSON / "feedback").rglob(f"{LESSON}.html"))
+    assert len(fetched) == 1, f"Fetch Feedback brought {fetched}"
+    return fetched[0]
+
+
+def _read_feedback_offline(browser, feedback: Path, score: tuple[float, float]) -> None:
+    """Open the feedback from disk with every network request refused: it must need none."""
+    page = browser.new_page()
+    asked: list[str] = []
+
+    def refuse(route) -> None:
+        asked.append(route.request.url)
+        route.abort()
+
+    page.route(re.compile(r"^(?!file:|data:)"), refuse)
+    page.goto(feedback.as_uri(), timeout=60_000)
+    page.wait_for_load_state("load")
+    text = page.inner_text("body")
+    page.screenshot(path=str(SHOTS / "10-feedback-offline.png"), full_page=False)
+    assert not asked, f"the feedback fetched {asked} (it must open offline)"
+    flat = " ".join(text.split())
+    assert f"Score: {score[0]:.1f} / {score[1]:.1f}" in flat, flat[:500]
+    assert RACY_EXERCISE_TITLE in text, "the feedback does not name the failing exercise"
+    assert "AssertionError: " in text, "the feedback does not give the check's explanation"
+    for hidden in ("BEGIN HIDDEN", "check_shared_predictor(SharedPredictor)", "site-packages",
+                   "autograder/", "/tmp/"):
+        assert hidden not in text, f"the feedback shows {hidden!r}"
+    shown = page.evaluate("() => [...document.images].filter(i => i.naturalWidth > 0).length")
+    assert shown >= 1, "the failing check's figure is not in the feedback"
+    page.close()
 
 
 def _student_session(page, server: LabServer, step: Steps, home: Path, exchange: Path,

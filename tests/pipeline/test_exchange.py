@@ -74,6 +74,10 @@ def test_released_lesson_fetched_submitted_collected_graded_and_its_feedback_fet
         [known] = gb.students
         assert (known.id, known.last_name) == (student, student)
         assert gb.find_submission("99_tiny", student).score == 2
+    with nbgrader_environment():  # Formgrader's own view: graded only when the times match
+        [shown] = course.api().get_submissions("99_tiny")
+    assert (shown["student"], shown["autograded"], shown["score"], shown["max_score"]) == (
+        student, True, 2.0, 2.0), shown
     assert (course.root / "autograded" / student / "99_tiny" / "99_tiny.ipynb").exists()
     assert (course.root / "feedback" / student / "99_tiny" / "99_tiny.html").exists()
 
