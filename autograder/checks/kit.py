@@ -1,4 +1,4 @@
-"""Primitives the lesson checks share: threads released together, calls with a deadline."""
+"""Primitives the lesson checks share: threads released together, deadlines, Keras memory."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
+
+import numpy as np
 
 
 def released_together(bodies: Sequence[Callable[[], Any]], *, timeout_s: float | None = None
@@ -107,3 +109,13 @@ def bounded(exercise: str, what: str, call: Callable[[], Any], timeout_s: float)
         raise AssertionError(f"{exercise}: {what} raised {type(value).__name__}{first}; "
                              "expected it to work") from None
     return value
+
+
+def keras_variable_bytes() -> dict[int, int]:
+    """Bytes of every Keras variable alive in this process, by id (found through ``gc``)."""
+    import gc
+
+    import keras
+
+    return {id(o): int(np.prod(o.shape)) * np.dtype(o.dtype).itemsize
+            for o in gc.get_objects() if isinstance(o, keras.Variable)}

@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from autograder.checks.cache import memo
-from autograder.checks.kit import run_together
+from autograder.checks.kit import keras_variable_bytes, run_together
 from autograder.checks.plain import NotPlainData, plain, plain_array
 from autograder.checks.report import call_text, require_ok
 from autograder.harness import Result, explore, stress
@@ -488,16 +488,6 @@ def plot_reads(run: ServeRun, title: str = "", limit: int = 60) -> Any:
     return figure
 
 
-def _keras_weight_bytes() -> dict[int, int]:
-    """Bytes of every Keras variable alive in this process, by id (found through ``gc``)."""
-    import gc
-
-    import keras
-
-    return {id(o): int(np.prod(o.shape)) * np.dtype(o.dtype).itemsize
-            for o in gc.get_objects() if isinstance(o, keras.Variable)}
-
-
 def extra_weight_bytes(publisher_class: Callable[[Any], Any], model: Any, *, readers: int = 2
                        ) -> int:
     """Bytes of Keras weights a publisher adds to ``model``'s own, counted at its peak.
@@ -513,11 +503,11 @@ def extra_weight_bytes(publisher_class: Callable[[Any], Any], model: Any, *, rea
     batch = probe(model)
     served = threading.Barrier(readers + 1)
     release = threading.Event()
-    before = _keras_weight_bytes()
+    before = keras_variable_bytes()
     counts: list[int] = []
 
     def extra() -> int:
-        now = _keras_weight_bytes()
+        now = keras_variable_bytes()
         return sum(size for key, size in now.items() if key not in before)
 
     publisher = publisher_class(model)

@@ -77,6 +77,7 @@ def test_an_answer_can_neither_fill_nor_change_the_checks_stored_references_and_
     import os
 
     from autograder.checks import cache, capstone, variables, warmup
+    from autograder.checks.capstone import models, throughput, updates
     from autograder.harness import tamper
 
     rows = capstone.requests_for(5, 1, 2)[0]
@@ -92,7 +93,7 @@ def test_an_answer_can_neither_fill_nor_change_the_checks_stored_references_and_
             reference[...] = 0
         with pytest.raises(ValueError):
             reference.flags.writeable = True
-    stores = (capstone._REFERENCES, capstone._POOL, capstone._BUSY, variables._POOLS,
+    stores = (models._REFERENCES, updates._POOL, throughput._BUSY, variables._POOLS,
               variables._SMALL_MODEL, warmup._REFERENCES, warmup._WARM_MODELS)
     try:
         for store in stores:

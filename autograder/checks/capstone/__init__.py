@@ -1,0 +1,147 @@
+"""Graded properties for lesson 07, the capstone: one shared Keras model behind a service.
+
+Students write ``InferenceService(model, example)`` with ``predict(x)`` (one request: one row
+shaped like ``example``; returns the model's output row), ``update_weights(weights)`` (a full
+list in ``set_weights`` order; once it returns, every later request uses it), ``stats()`` (a
+dict with ``requests``, ``batches`` and ``errors``) and ``close()``. Four graded parts, each a
+property under load with fixed seeds and counts and no retries:
+
+- :func:`check_cold_start` (``stress``): a model that has never been called; 16 clients
+  released together send two requests each. No client may raise, every answer must equal the
+  model's output for that client's own row (a twin model built on one thread, ``np.allclose``)
+  and the model must hold exactly its four weights (a racy build adds duplicates silently).
+- :func:`check_weight_updates` (``stress``): a :func:`autograder.checks.variables.versioned_model`
+  (every output row encodes the version of each layer) is served to 6 clients while a writer
+  calls ``update_weights`` with versions 2, 3, ...; no answer may mix versions, a client never
+  sees the version go backwards, a request that starts after ``update_weights`` returned sees
+  that version or a newer one, and the last requests see the last version.
+- :func:`check_accounting` (real threads, bounded waits): one client in sequence, then 16 at
+  once with a few malformed requests among them, then ``close()`` while 12 clients are sending
+  to a slow model. Every accepted request is answered exactly with its own row, malformed ones
+  raise ``ValueError`` in their own caller only, the statistics are exact, ``close()`` answers
+  what was queued, joins the service's threads and makes later calls raise ``RuntimeError``.
+  A client or ``close()`` that does not return in time, or a thread left running, fails with
+  the names and stacks of the stuck threads. Not graded: a count kept with a plain ``+=``
+  on the client threads (real threads under the GIL practically never lose one, and
+  ``explore`` needed 3 to over 200 schedules to find it, too many for the budget).
+- :func:`check_throughput` (real threads): memory first: the bytes of Keras variables the
+  answer creates on top of the model's own (found through ``gc``) while 16 clients are
+  connected must stay within :data:`MAX_EXTRA_COPIES` copies of the model (one copy per
+  client, :class:`PerThreadService`, holds 16). Then requests per second of the answer
+  against :class:`GlobalLockService` (one lock around every call), measured alternately in
+  the same run, 16 clients, on :func:`busy_model` (a fixed per-call cost that holds the GIL,
+  so that the ratio measures batching, not the machine's load); the answer's median must
+  reach :data:`MIN_SPEEDUP` times the lock's. The two serve separate models, and every
+  request the answer serves must get its row's output, computed by the model it was given
+  (its slow layer records the rows it computes): no answer can slow the baseline, skip the
+  slow layer or answer without the model.
+
+The notebook's three designs (:class:`GlobalLockService`, :class:`PerThreadService`, the
+student's batching service) and their measurements (:func:`benchmark`, :func:`plot_designs`)
+live here too.
+
+This package is the lesson's face: notebooks and hidden tests use ``capstone.NAME`` and get
+the names below, whichever module holds them: ``settings`` (seeds, counts, budgets),
+``models`` (the served model, requests, reference answers), ``services`` (the reference
+designs), ``clients`` (client threads and their stacks), ``cold_start``, ``updates``,
+``accounting`` and ``throughput`` (parts 1 to 4), ``grading`` (the four graders) and ``lab``
+(the notebook's demonstrations and pictures).
+"""
+
+from __future__ import annotations
+
+from autograder.checks.capstone.accounting import accounting_problems
+from autograder.checks.capstone.clients import (
+    Call,
+    ClientRun,
+    describe_threads,
+    run_clients,
+    wait_for_progress,
+)
+from autograder.checks.capstone.cold_start import ColdTrial, run_cold_start
+from autograder.checks.capstone.grading import (
+    check_accounting,
+    check_cold_start,
+    check_throughput,
+    check_weight_updates,
+)
+from autograder.checks.capstone.lab import (
+    ColdStarts,
+    cold_start_trials,
+    compare_designs,
+    plot_designs,
+    table,
+)
+from autograder.checks.capstone.models import (
+    reference_outputs,
+    requests_for,
+    same_answer,
+    serving_model,
+    slow_model,
+    weight_bytes,
+)
+from autograder.checks.capstone.services import DirectService, GlobalLockService, PerThreadService
+from autograder.checks.capstone.settings import (
+    ACCOUNT_BAD_CLIENTS,
+    ACCOUNT_CLIENTS,
+    ACCOUNT_REQUESTS,
+    ACCOUNT_SEQUENTIAL,
+    CLIENTS,
+    CLOSE_AFTER_S,
+    CLOSE_CLIENTS,
+    CLOSE_REQUESTS,
+    COLD_REQUESTS,
+    COLD_TRIALS,
+    FEATURES,
+    FIRST_VERSION,
+    JOIN_GRACE_S,
+    LATE_START_S,
+    MAX_EXTRA_COPIES,
+    MIN_SPEEDUP,
+    SEED,
+    SLOW_CALL_S,
+    SMOKE_S,
+    STALL_S,
+    STUCK_S,
+    THROUGHPUT_CALL_S,
+    THROUGHPUT_REQUESTS,
+    THROUGHPUT_ROUNDS,
+    TIMEOUT_S,
+    UPDATE_CLIENTS,
+    UPDATE_GAP_S,
+    UPDATE_TRIALS,
+    UPDATES,
+)
+from autograder.checks.capstone.throughput import (
+    Measurement,
+    Speedup,
+    benchmark,
+    busy_model,
+    measure_speedup,
+)
+from autograder.checks.capstone.updates import UpdateTrial, run_weight_updates
+from autograder.checks.kit import keras_variable_bytes
+
+__all__ = [
+    # settings
+    "ACCOUNT_BAD_CLIENTS", "ACCOUNT_CLIENTS", "ACCOUNT_REQUESTS", "ACCOUNT_SEQUENTIAL",
+    "CLIENTS", "CLOSE_AFTER_S", "CLOSE_CLIENTS", "CLOSE_REQUESTS", "COLD_REQUESTS",
+    "COLD_TRIALS", "FEATURES", "FIRST_VERSION", "JOIN_GRACE_S", "LATE_START_S",
+    "MAX_EXTRA_COPIES", "MIN_SPEEDUP", "SEED", "SLOW_CALL_S", "SMOKE_S", "STALL_S", "STUCK_S",
+    "THROUGHPUT_CALL_S", "THROUGHPUT_REQUESTS", "THROUGHPUT_ROUNDS", "TIMEOUT_S",
+    "UPDATE_CLIENTS", "UPDATE_GAP_S", "UPDATE_TRIALS", "UPDATES",
+    # models and memory
+    "keras_variable_bytes", "reference_outputs", "requests_for", "same_answer",
+    "serving_model", "slow_model", "weight_bytes",
+    # services
+    "DirectService", "GlobalLockService", "PerThreadService",
+    # clients
+    "Call", "ClientRun", "describe_threads", "run_clients", "wait_for_progress",
+    # the four parts
+    "ColdTrial", "run_cold_start", "UpdateTrial", "run_weight_updates", "accounting_problems",
+    "Measurement", "Speedup", "benchmark", "busy_model", "measure_speedup",
+    # graders
+    "check_accounting", "check_cold_start", "check_throughput", "check_weight_updates",
+    # the notebook's demonstrations and pictures
+    "ColdStarts", "cold_start_trials", "compare_designs", "plot_designs", "table",
+]

@@ -1,0 +1,263 @@
+"""Part 3, accounting and close: each request answered once, exact stats, a clean close()."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from autograder.checks import warmup
+from autograder.checks.capstone.clients import (
+    ClientRun,
+    _close_quietly,
+    _is_grader_thread,
+    _new_threads,
+    _start,
+    _stuck_message,
+    describe_threads,
+    run_clients,
+    wait_for_progress,
+)
+from autograder.checks.capstone.models import (
+    reference_outputs,
+    requests_for,
+    same_answer,
+    serving_model,
+    slow_model,
+)
+from autograder.checks.capstone.settings import (
+    ACCOUNT_BAD_CLIENTS,
+    ACCOUNT_CLIENTS,
+    ACCOUNT_REQUESTS,
+    ACCOUNT_SEQUENTIAL,
+    CLOSE_AFTER_S,
+    CLOSE_CLIENTS,
+    CLOSE_REQUESTS,
+    FEATURES,
+    JOIN_GRACE_S,
+    LATE_START_S,
+    SEED,
+    STALL_S,
+    STUCK_S,
+)
+from autograder.checks.plain import plain
+
+
+def _stats(service: Any) -> dict[str, Any]:
+    """``service.stats()`` as plain data; AssertionError (and ``service`` closed) if not counts."""
+    try:
+        stats = service.stats()
+        if not isinstance(stats, dict):
+            raise AssertionError(f"stats() returned {type(stats).__name__}, expected a dict "
+                                 "with 'requests', 'batches' and 'errors'")
+        stats = plain(stats, "stats()", dict)
+        missing = [key for key in ("requests", "batches", "errors") if key not in stats]
+        if missing:
+            raise AssertionError(f"stats() returned {stats!r}: the keys {missing} are missing; "
+                                 "expected 'requests', 'batches' and 'errors'")
+        for key in ("requests", "batches", "errors"):
+            plain(stats[key], f"stats()[{key!r}]", (int, float))
+    except AssertionError:
+        _close_quietly(service)
+        raise
+    return stats
+
+
+def _answers_problems(run: ClientRun, expected: dict[tuple[int, int], np.ndarray],
+                      bad: set[tuple[int, int]], *, refused_ok: bool = False) -> list[str]:
+    """Every call: its own row's answer, ``ValueError`` for malformed rows, nothing else."""
+    problems = []
+    for mine in run.calls:
+        for call in mine:
+            if not call.end:
+                continue
+            key = (call.client, call.index)
+            if key in bad:
+                if not isinstance(call.error, ValueError):
+                    got = (f"raised {warmup.describe(call.error)}" if call.error else
+                           "returned an answer")
+                    problems.append(f"client {call.client}'s malformed request (a row of "
+                                    f"width {call.x.shape[-1]}, expected {FEATURES}) {got}; "
+                                    "expected ValueError in that caller only")
+            elif call.error is not None:
+                if refused_ok and isinstance(call.error, RuntimeError):
+                    continue
+                problems.append(f"client {call.client}'s request {call.index} raised "
+                                f"{warmup.describe(call.error)}; expected its answer")
+            elif not same_answer(call.output, expected[key]):
+                problems.append(f"client {call.client}'s request {call.index} got "
+                                f"{np.round(np.asarray(call.output, dtype=float), 4)}, "
+                                f"expected {np.round(expected[key], 4)} (the model's output "
+                                "for its own row: answers went to the wrong caller, or were "
+                                "lost)")
+            if len(problems) >= 2:
+                return problems
+    return problems
+
+
+def _rows_with_bad(seed: int, clients: int, per_client: int, bad_clients: int
+                   ) -> tuple[list[list[np.ndarray]], set[tuple[int, int]]]:
+    """Request rows; the third request of the first ``bad_clients`` clients is malformed."""
+    rows = requests_for(seed, clients, per_client)
+    bad = set()
+    for c in range(bad_clients):
+        rows[c][2] = np.ones(FEATURES + 3, dtype="float32")
+        bad.add((c, 2))
+    return rows, bad
+
+
+def accounting_problems(service_class: Callable[..., Any], *, seed: int = SEED) -> list[str]:
+    """Run the three phases of part 3 and return what went wrong (empty when all is right).
+
+    1. One client sends :data:`ACCOUNT_SEQUENTIAL` requests one after another: each answer is
+       right and afterwards ``stats()`` is exactly that many requests, as many batches (one
+       model call per request when requests come one at a time) and no error.
+    2. :data:`ACCOUNT_CLIENTS` clients send :data:`ACCOUNT_REQUESTS` each, released together;
+       the third request of :data:`ACCOUNT_BAD_CLIENTS` of them is a row of the wrong width.
+       Each answer is the client's own row's; each malformed request raises ``ValueError``
+       in its caller; ``stats()`` counts every request once, the malformed ones as errors,
+       and between one and one-per-request batches for the rest.
+    3. On a new service over :func:`slow_model`, :data:`CLOSE_CLIENTS` clients send
+       :data:`CLOSE_REQUESTS` each; every other client starts :data:`LATE_START_S` late, and
+       ``close()`` is called once the late ones have sent their first request, while the
+       early ones' batch is still computing: the late requests are queued. Every request
+       gets its answer or ``RuntimeError`` (refused: the service is closed), none hangs;
+       ``close()`` returns in time; the threads the service started have ended within
+       :data:`JOIN_GRACE_S` of ``close()`` returning; the statistics count the requests that
+       were not refused; ``predict`` after ``close()`` raises ``RuntimeError``.
+    """
+    before = set(threading.enumerate())
+    model = serving_model(seed)
+    rows = requests_for(seed, 1, ACCOUNT_SEQUENTIAL)
+    try:
+        service = service_class(model, rows[0][0].copy())
+    except Exception as error:  # noqa: BLE001 - reported to the student
+        return [f"InferenceService(model, example) raised {warmup.describe(error)}"]
+
+    # Phase 1: one client, one request at a time.
+    run = run_clients(service, rows, deadline_s=STUCK_S)
+    if run.stuck:
+        return [_stuck_message(run, "one client sent its requests one at a time", before)]
+    problems = _answers_problems(run, _expected(seed, rows), set())
+    if problems:
+        return problems
+    stats = _stats(service)
+    want = {"requests": ACCOUNT_SEQUENTIAL, "batches": ACCOUNT_SEQUENTIAL, "errors": 0}
+    if {k: stats[k] for k in want} != want:
+        return [f"after one client sent {ACCOUNT_SEQUENTIAL} requests one at a time, stats() "
+                f"was {stats!r}; expected {want} (requests come one at a time, so each is a "
+                "batch of one)"]
+
+    # Phase 2: many clients at once, a few malformed requests.
+    rows, bad = _rows_with_bad(seed + 1, ACCOUNT_CLIENTS, ACCOUNT_REQUESTS,
+                               ACCOUNT_BAD_CLIENTS)
+    run = run_clients(service, rows, deadline_s=STUCK_S)
+    if run.stuck:
+        return [_stuck_message(run, f"{ACCOUNT_CLIENTS} clients sent requests at once",
+                               before)]
+    problems = _answers_problems(run, _expected(seed, rows), bad)
+    if problems:
+        return problems
+    stats = _stats(service)
+    total = ACCOUNT_SEQUENTIAL + ACCOUNT_CLIENTS * ACCOUNT_REQUESTS
+    good = total - len(bad)
+    if stats["requests"] != total or stats["errors"] != len(bad):
+        return [f"after {total} requests ({len(bad)} of them malformed) stats() was {stats!r};"
+                f" expected requests == {total} and errors == {len(bad)}: a count was lost or "
+                "made twice"]
+    if not ACCOUNT_SEQUENTIAL + 1 <= stats["batches"] <= good:
+        return [f"after {good} well-formed requests stats() reported {stats['batches']} "
+                f"batches; expected between {ACCOUNT_SEQUENTIAL + 1} and {good} (one model call"
+                " serves one or more requests)"]
+    try:
+        return _close_problems(service_class, seed, before | set(threading.enumerate()))
+    finally:
+        _close_quietly(service)
+
+
+def _expected(seed: int, rows: list[list[np.ndarray]]) -> dict[tuple[int, int], np.ndarray]:
+    """Answers of :func:`serving_model` ``(seed)`` for ``rows`` (malformed rows skipped)."""
+    keys = [(c, i) for c, mine in enumerate(rows) for i, x in enumerate(mine)
+            if x.shape == (FEATURES,)]
+    outputs = reference_outputs(seed, [rows[c][i] for c, i in keys])
+    return dict(zip(keys, outputs, strict=True))
+
+
+def _close_problems(service_class: Callable[..., Any], seed: int,
+                    before: set[threading.Thread]) -> list[str]:
+    model = slow_model(seed)
+    rows = requests_for(seed + 2, CLOSE_CLIENTS, CLOSE_REQUESTS)
+    try:
+        service = service_class(model, rows[0][0].copy())
+    except Exception as error:  # noqa: BLE001 - reported to the student
+        return [f"InferenceService(model, example) raised {warmup.describe(error)} on a second "
+                "service"]
+    expected = _expected(seed, rows)
+    closing: dict[str, Any] = {}
+
+    late = range(1, CLOSE_CLIENTS, 2)
+
+    def close_soon(run: ClientRun) -> None:
+        limit = time.perf_counter() + STUCK_S
+        while not all(run.calls[c][0].start for c in late) and time.perf_counter() < limit:
+            time.sleep(0.001)
+        time.sleep(CLOSE_AFTER_S)
+        closing["started"] = start = time.perf_counter()
+        thread, errors = _start(service.close, "grader-close")
+        wait_for_progress([thread], run, start, start + STUCK_S, clients=False)
+        closing.update(finished=not thread.is_alive(), thread=thread,
+                       returned=time.perf_counter())
+        closing["error"] = errors[0] if errors else None
+
+    delays = [LATE_START_S * (c % 2) for c in range(CLOSE_CLIENTS)]
+    run = run_clients(service, rows, deadline_s=STUCK_S, when_released=close_soon,
+                      delays=delays)
+    if not closing["finished"]:
+        stuck = [closing["thread"], *_new_threads(before)]
+        return [f"close() did not return while clients were sending requests, and no request"
+                f" was answered for {STALL_S:g} s (a deadlock, or a join on a thread that never "
+                "ends). Where the "
+                f"threads are:\n{describe_threads(stuck)}"]
+    if closing["error"] is not None:
+        return [f"close() raised {warmup.describe(closing['error'])}"]
+    if run.stuck:
+        return [_stuck_message(run, "close() was called while clients were sending", before)]
+    deadline = time.perf_counter() + JOIN_GRACE_S
+    left = []
+    while time.perf_counter() < deadline:
+        left = [t for t in _new_threads(before) if not _is_grader_thread(t)]
+        if not left:
+            break
+        time.sleep(0.02)
+    if left:
+        return [f"{len(left)} thread(s) the service started were still running "
+                f"{JOIN_GRACE_S:g} s after close() returned; close() must stop and join "
+                f"them. The threads left running:\n{describe_threads(left)}"]
+    problems = _answers_problems(run, expected, set(), refused_ok=True)
+    if problems:
+        return problems
+    late = [c for c in run.done if c.start > closing["returned"] and c.error is None]
+    if late:
+        return [f"client {late[0].client} sent a request after close() had returned and got "
+                "an answer; expected RuntimeError (the service is closed)"]
+    served = [c for c in run.done if not isinstance(c.error, RuntimeError)]
+    refused = [c for c in run.done if isinstance(c.error, RuntimeError)]
+    if not served:
+        return ["close() was called while requests were queued, and every request was refused"
+                "; expected the queued requests to be answered (close() drains them)"]
+    stats = _stats(service)
+    if stats["requests"] != len(served) or stats["errors"] != 0:
+        return [f"after close(), stats() was {stats!r}: expected requests == {len(served)} "
+                f"(answered before closing; {len(refused)} more were refused) and errors == 0"]
+    try:
+        service.predict(rows[0][0])
+    except RuntimeError:
+        return []
+    except Exception as error:  # noqa: BLE001 - reported to the student
+        return [f"predict() after close() raised {warmup.describe(error)}; expected "
+                "RuntimeError saying the service is closed"]
+    return ["predict() after close() returned an answer; expected RuntimeError saying the "
+            "service is closed"]

@@ -1,0 +1,124 @@
+"""The four graders hidden tests call: a smoke run on one thread, then the part's property."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from autograder.checks import warmup
+from autograder.checks.capstone.accounting import accounting_problems
+from autograder.checks.capstone.clients import _close_quietly, _within, describe_threads
+from autograder.checks.capstone.cold_start import ColdTrial, run_cold_start
+from autograder.checks.capstone.models import (
+    _answer,
+    reference_outputs,
+    requests_for,
+    same_answer,
+    serving_model,
+)
+from autograder.checks.capstone.settings import (
+    CLIENTS,
+    MAX_EXTRA_COPIES,
+    MIN_SPEEDUP,
+    SEED,
+    SMOKE_S,
+)
+from autograder.checks.capstone.throughput import measure_speedup
+from autograder.checks.capstone.updates import run_weight_updates
+from autograder.checks.report import call_text, require_ok
+from autograder.harness import Result
+
+
+def _smoke(service_class: Callable[..., Any], exercise: str) -> None:
+    """One service, one request, on one thread, bounded; a wrong answer gets a plain message."""
+    model = serving_model(SEED + 1)
+    rows = requests_for(SEED + 1, 1, 2)[0]
+    expected = reference_outputs(SEED + 1, rows)
+    holder: dict[str, Any] = {}
+
+    def once() -> None:
+        holder["service"] = service = service_class(model, rows[0].copy())
+        holder["output"] = _answer(service.predict(rows[1]))
+
+    finished, error, thread = _within(once, SMOKE_S, "grader-smoke")
+    if not finished:
+        _close_quietly(holder.get("service"), 0.5)
+        raise AssertionError(
+            f"{exercise}: used on one thread, creating the service and making one request "
+            f"did not return within {SMOKE_S:g} s. Where it is stuck:\n"
+            f"{describe_threads([thread])}")
+    if error is not None:
+        _close_quietly(holder.get("service"))
+        raise AssertionError(
+            f"{exercise}: used on one thread, InferenceService(model, example) and one "
+            f"predict(x) raised {warmup.describe(error)} (before any client threads were "
+            "started). Make it work on one thread first.")
+    _close_quietly(holder.get("service"))
+    if not same_answer(holder["output"], expected[1]):
+        raise AssertionError(
+            f"{exercise}: used on one thread, predict(x) returned {holder['output']!r}, "
+            f"expected the model's output row for x, {np.round(expected[1], 4).tolist()}")
+
+
+def _require(result: Result, exercise: str, again: str, errors: Sequence[str] = ()) -> None:
+    """Pass, or fail with the harness's explanation, the errors the clients raised and the
+    call that gives the verdict again (``again``, see :func:`require_ok`)."""
+    listed = "\n".join(f"  {error}" for error in sorted(set(errors))[:5])
+    require_ok(result, exercise=exercise, show_figure=result.schedules_run > 0,
+               again=again if result.schedules_run else None,
+               details=f"What the clients raised:\n{listed}" if listed else None)
+
+
+def check_cold_start(service_class: Callable[..., Any], **kwargs: Any) -> None:
+    """Grade part 1: a cold model served to 16 clients at once (see :func:`run_cold_start`)."""
+    _smoke(service_class, "InferenceService")
+    seen: list[ColdTrial] = []
+    result = run_cold_start(service_class, record=seen, **kwargs)
+    _require(result, "InferenceService, cold start",
+             call_text("capstone.run_cold_start", "InferenceService", **kwargs),
+             seen[-1].errors if seen else ())
+
+
+def check_weight_updates(service_class: Callable[..., Any], **kwargs: Any) -> None:
+    """Grade part 2: weights updated while serving (see :func:`run_weight_updates`)."""
+    _smoke(service_class, "InferenceService")
+    _require(run_weight_updates(service_class, **kwargs), "InferenceService, weight updates",
+             call_text("capstone.run_weight_updates", "InferenceService", **kwargs))
+
+
+def check_accounting(service_class: Callable[..., Any], *, seed: int = SEED) -> None:
+    """Grade part 3: no request lost or answered twice, exact stats, a clean close()."""
+    _smoke(service_class, "InferenceService")
+    try:
+        problems = accounting_problems(service_class, seed=seed)
+    except AssertionError as failure:  # stats() did not return plain counts
+        problems = [str(failure)]
+    if problems:
+        raise AssertionError("InferenceService, accounting and close: " + "; ".join(problems))
+
+
+def check_throughput(service_class: Callable[..., Any], *, seed: int = SEED) -> None:
+    """Grade part 4: at least :data:`MIN_SPEEDUP` x the global lock's rate, little memory."""
+    _smoke(service_class, "InferenceService")
+    try:
+        speedup = measure_speedup(service_class, seed=seed, stop_if_copies=MAX_EXTRA_COPIES)
+    except AssertionError as failure:
+        raise AssertionError(f"InferenceService, throughput and memory: {failure}") from None
+    problems = []
+    if speedup.lock_rates and not speedup.ratio >= MIN_SPEEDUP:
+        problems.append(
+            f"with {CLIENTS} clients your service served {np.median(speedup.answer_rates):.0f} "
+            f"requests/s and one global lock {np.median(speedup.lock_rates):.0f} requests/s in "
+            f"the same run: {speedup.ratio:.2f}x, expected at least {MIN_SPEEDUP:g}x. Serve "
+            "the requests that wait together, in one model call (micro-batching)")
+    limit = MAX_EXTRA_COPIES * speedup.copy_bytes
+    if speedup.extra_bytes > limit:  # measured first: the rates were then not measured
+        problems.append(
+            f"your service created {speedup.extra_bytes} bytes of Keras weights on top of the "
+            f"model's own {speedup.copy_bytes}; expected at most {MAX_EXTRA_COPIES} extra "
+            f"copies ({limit} bytes). One copy per client would be {CLIENTS} copies: share "
+            "the one model")
+    if problems:
+        raise AssertionError("InferenceService, throughput and memory: " + "; ".join(problems))

@@ -1,0 +1,65 @@
+"""The capstone's fixed seeds, counts and time budgets, shared by its toolbox and graders."""
+
+from __future__ import annotations
+
+from autograder.checks import variables
+
+SEED = 707
+#: Features per request (the input width of the served model).
+FEATURES = 8
+#: Clients released together in the cold-start and throughput checks.
+CLIENTS = 16
+#: Wall-clock budget of one ``stress`` run (a correct answer needs about one second).
+TIMEOUT_S = 10.0
+
+#: Trials of the cold-start check. A service whose two batchers build the model together is
+#: caught in about 9 of 10 trials (one batcher can take every first request and warm the
+#: model alone): with 3 trials a fresh-clone suite saw it pass 1 grading run of 20; with 5 a
+#: run misses it with probability about 1e-5.
+COLD_TRIALS = 5
+COLD_REQUESTS = 2
+
+UPDATE_TRIALS = 3
+UPDATE_CLIENTS = 6
+UPDATES = 6
+#: Pause between two requests of one client while weights are updated: clients arrive, they
+#: do not queue back to back (with a plain lock, back-to-back readers can starve the writer).
+UPDATE_GAP_S = 0.0005
+#: The version the served model starts at (version 0 is a model whose weights were never set).
+FIRST_VERSION = variables.FIRST_VERSION
+
+ACCOUNT_SEQUENTIAL = 5
+ACCOUNT_CLIENTS = 16
+ACCOUNT_REQUESTS = 8
+#: Clients (of ACCOUNT_CLIENTS) whose third request is malformed (a row of the wrong width).
+ACCOUNT_BAD_CLIENTS = 4
+CLOSE_CLIENTS = 12
+CLOSE_REQUESTS = 4
+#: Seconds each call of the slow model takes in the close test, so that requests queue up.
+SLOW_CALL_S = 0.05
+#: The close test's late clients (every other one) send their first request this long after
+#: the early ones, so they wait in the queue while the early ones' batch is computed.
+LATE_START_S = 0.01
+#: ``close()`` is called this long after every late client has sent its first request.
+CLOSE_AFTER_S = 0.005
+#: While requests are waiting, the longest time without any answer before they count as
+#: stuck. The slow model answers a batch every 50 ms, but a new batch size can make Keras
+#: trace the predict function again, which took over a second on the loaded machine.
+STALL_S = 3.0
+#: The longest a client phase, or close(), may take in all, progress or not.
+STUCK_S = 10.0
+#: How long creating a service and making one request on one thread may take.
+SMOKE_S = 5.0
+#: How long the service's threads may take to end after close() returned.
+JOIN_GRACE_S = 0.5
+
+THROUGHPUT_ROUNDS = 3
+THROUGHPUT_REQUESTS = 4
+#: Seconds every call of the throughput check's model spends in a Python loop, on top of its
+#: layers, whatever the batch size (:func:`slow_model` with ``busy``): a fixed per-call cost
+#: that holds the GIL, so the ratio measures batching and holds on a loaded machine.
+THROUGHPUT_CALL_S = 0.002
+#: Required requests/s of the answer over :class:`GlobalLockService`, measured in the same run.
+MIN_SPEEDUP = 2.0
+#: Extra copies of the model's weights (as Keras variables) the answer may create.
+MAX_EXTRA_COPIES = 2

@@ -1,0 +1,142 @@
+"""Part 2, weight updates: clients served while a writer publishes new weights (stress)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from autograder.checks import variables
+from autograder.checks.cache import memo
+from autograder.checks.capstone.clients import _close_quietly
+from autograder.checks.capstone.models import _answer
+from autograder.checks.capstone.settings import (
+    FIRST_VERSION,
+    SEED,
+    TIMEOUT_S,
+    UPDATE_CLIENTS,
+    UPDATE_GAP_S,
+    UPDATE_TRIALS,
+    UPDATES,
+)
+from autograder.harness import Result, stress
+
+
+@dataclass
+class UpdateTrial:
+    service: Any
+    layers: int
+    published: list[tuple[int, float]] = field(default_factory=list)
+    reads: list[list[tuple[float, Any]]] = field(default_factory=list)
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+class _VersionedPool:
+    """A versioned model built once per process; each trial resets it to its first version."""
+
+    def __init__(self) -> None:
+        self.model = variables.versioned_model()
+        self.weights = [variables.version_weights(v, self.model)
+                        for v in range(FIRST_VERSION + UPDATES + 1)]
+        self.example = variables.probe(self.model)[0]
+
+    def fresh(self) -> Any:
+        self.model.set_weights(self.weights[FIRST_VERSION])
+        return self.model
+
+
+_POOL = memo("the capstone's versioned model")
+
+
+def _versioned_pool() -> _VersionedPool:
+    return _POOL(None, _VersionedPool)
+
+
+def _update_problems(trial: UpdateTrial) -> list[str]:
+    published = dict(trial.published)
+    last_version = FIRST_VERSION + len(published)
+    if sorted(published) != list(range(FIRST_VERSION + 1, last_version + 1)):
+        return [f"expected the writer's update_weights calls for versions "
+                f"{FIRST_VERSION + 1} .. {FIRST_VERSION + UPDATES} to return, saw "
+                f"{sorted(published)}"]
+    for index, reads in enumerate(trial.reads):
+        if not reads:
+            return [f"expected client {index} to get answers, it got none"]
+        last = FIRST_VERSION
+        for start, output in reads:
+            versions = variables.read_versions(output, trial.layers)
+            if versions.min() != versions.max():
+                return [f"expected every answer computed with one version of the weights, but "
+                        f"client {index} got one computed with layers of versions "
+                        f"{versions.tolist()} (first layer first): a torn answer, mixing two "
+                        "weight versions (the model was being updated while it computed)"]
+            seen = int(versions[0])
+            if seen != FIRST_VERSION and seen not in published:
+                return [f"client {index} got an answer of version {seen}, which was never "
+                        f"published (the service started at version {FIRST_VERSION})"]
+            newest = max((v for v, at in published.items() if at < start),
+                         default=FIRST_VERSION)
+            if seen < newest:
+                return [f"client {index} sent a request after update_weights() of version "
+                        f"{newest} had returned, and got an answer of version {seen}: expected "
+                        f"version {newest} or newer (once update_weights returns, every later "
+                        "request must use the new weights)"]
+            if seen < last:
+                return [f"expected versions never to go backwards, but client {index} got "
+                        f"version {last} and then version {seen}"]
+            last = seen
+        if last != last_version:
+            return [f"client {index}'s last request, sent after the writer was done, got "
+                    f"version {last}: expected the last version published, {last_version}"]
+    return []
+
+
+def run_weight_updates(service_class: Callable[..., Any], *, trials: int = UPDATE_TRIALS,
+                       clients: int = UPDATE_CLIENTS, updates: int = UPDATES,
+                       seed: int = SEED) -> Result:
+    """Per trial: a new service on the versioned model, ``clients`` clients and one writer.
+
+    The writer calls ``update_weights`` with versions ``FIRST_VERSION + 1 ..`` one after the
+    other; each client sends requests until the writer is done, then one more.
+    """
+    pool = _versioned_pool()
+    pool.model.predict_on_batch(pool.example[None])
+
+    def setup() -> UpdateTrial:
+        model = pool.fresh()
+        trial = UpdateTrial(service_class(model, pool.example.copy()), variables.LAYERS)
+        trial.reads = [[] for _ in range(clients)]
+        return trial
+
+    def writer(trial: UpdateTrial) -> None:
+        try:
+            for version in range(FIRST_VERSION + 1, FIRST_VERSION + updates + 1):
+                trial.service.update_weights(pool.weights[version])
+                trial.published.append((version, time.perf_counter()))
+        finally:
+            trial.done.set()
+
+    def client(index: int) -> Callable[[UpdateTrial], None]:
+        def run(trial: UpdateTrial) -> None:
+            mine = trial.reads[index]
+            while True:
+                finished = trial.done.is_set()
+                start = time.perf_counter()
+                mine.append((start, _answer(trial.service.predict(pool.example))))
+                if finished:
+                    return
+                time.sleep(UPDATE_GAP_S)
+        return run
+
+    def check(trial: UpdateTrial) -> None:
+        try:
+            problems = _update_problems(trial)
+            if problems:
+                raise AssertionError(problems[0])
+        finally:
+            _close_quietly(trial.service)
+
+    return stress(setup, [writer, *[client(i) for i in range(clients)]], check, trials=trials,
+                  seed=seed, timeout_s=TIMEOUT_S)
