@@ -432,6 +432,8 @@ def _student_session(page, server: LabServer, step: Steps, home: Path, exchange:
         others = [title for title in ("Exercise 1", "Exercise 3") if f"✗ {title}" in text]
         assert not others, f"correct answers reported as failing: {others}\n{text}"
         assert "HIDDEN" not in text and "check_shared_predictor(SharedPredictor)" not in text
+        leaked = re.findall(r'/tmp/\S*|\S*site-packages\S*|\b\d{6,}\.py\b|File "/[^"]*"', text)
+        assert not leaked, f"Validate shows host paths, temporary files or frames: {leaked}"
         replay = text.split("Run it again in a cell of your notebook", 1)[-1]
         assert replay.splitlines()[1].strip().startswith(
             "result = warmup.run_shared_predictor(SharedPredictor"), text
