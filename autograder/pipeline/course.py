@@ -9,9 +9,12 @@ graded cell, which autograding needs.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
+import shutil
 import sys
+import tempfile
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -101,6 +104,57 @@ def make_course(solutions_dir: Path, root: Path, *, only: str | None = None) -> 
                     f"{outcome.get('error', '')}\n{outcome.get('log', '')}"
                 )
     return course
+
+
+def lesson_course(solutions_dir: Path, name: str, root: Path, *,
+                  cache: Path | None = None) -> Course:
+    """The course of one lesson at ``root``, as ``make_course(..., only=name)`` builds it.
+
+    nbgrader takes seconds to generate a lesson, on every Validate. The course built for a
+    lesson is kept in ``cache`` (``~/.cache/racelab/courses`` unless ``$XDG_CACHE_HOME`` says
+    otherwise), under a digest of the lesson source, the pipeline's code and nbgrader's
+    version, and copied from there while none of them changes. Without a usable cache folder
+    the course is built at ``root`` as before.
+
+    Args:
+        solutions_dir: Folder of ``NN_name.py`` lesson sources.
+        name: The lesson's name.
+        root: Course directory to write (it must not exist yet).
+        cache: Where built courses are kept.
+    """
+    lessons = tuple(x for x in find_lessons(solutions_dir) if x.name == name)
+    if not lessons:
+        return make_course(solutions_dir, root, only=name)
+    cache = cache or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / \
+        "racelab" / "courses"
+    kept = cache / _course_key(lessons[0])
+    if not (kept / "gradebook.db").exists():
+        try:
+            cache.mkdir(parents=True, exist_ok=True)
+            staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=cache))
+        except OSError:
+            return make_course(solutions_dir, root, only=name)
+        make_course(solutions_dir, staging / "course", only=name)
+        try:
+            (staging / "course").rename(kept)  # atomic: a concurrent build keeps its own
+        except OSError:
+            pass
+        shutil.rmtree(staging, ignore_errors=True)
+    shutil.copytree(kept, root)
+    course = Course(root, lessons)
+    (root / "nbgrader_config.py").write_text(_config_text(course), encoding="utf-8")
+    return course
+
+
+def _course_key(lesson: Lesson) -> str:
+    """A digest of everything a lesson's built course depends on."""
+    import nbgrader
+
+    digest = hashlib.sha256()
+    for path in [lesson.path, *sorted(Path(__file__).parent.glob("*.py"))]:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    digest.update(f"nbgrader {nbgrader.__version__} python {sys.version}".encode())
+    return f"{lesson.name}-{digest.hexdigest()[:24]}"
 
 
 def _config_text(course: Course) -> str:

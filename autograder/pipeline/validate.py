@@ -18,7 +18,7 @@ from pathlib import Path
 import nbformat
 
 from autograder.pipeline.cells import exercise_titles
-from autograder.pipeline.course import make_course
+from autograder.pipeline.course import lesson_course
 from autograder.pipeline.feedback import error_text
 from autograder.pipeline.job import executed_path, run_job
 from autograder.pipeline.spec import Job, Limits, Status
@@ -134,7 +134,7 @@ def grade_notebook(notebook: Path, solutions: Path, *, sandbox: bool = True) -> 
         raise NotALesson(f"{notebook.name} is not a lesson of this course: Validate grades "
                          f"notebooks named after a lesson (no {lesson_name}.py in {solutions})")
     with tempfile.TemporaryDirectory(prefix="racelab-lab-validate-") as tmp:
-        course = make_course(solutions, Path(tmp) / "course", only=lesson_name)
+        course = lesson_course(solutions, lesson_name, Path(tmp) / "course")
         lesson = course.lessons[0]
         titles = exercise_titles(nbformat.read(course.release_notebook(lesson), as_version=4))
         job = Job(STUDENT, lesson_name, str(notebook.resolve()),

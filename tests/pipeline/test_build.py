@@ -99,3 +99,28 @@ def test_cli_reports_broken_source_with_exit_2(solutions, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "duplicate grade_id 'ex_tiny_add'" in err and "99_tiny.py:" in err
     assert not (tmp_path / "nb").exists()
+
+
+def test_a_lessons_course_is_built_once_and_copied_until_its_source_changes(solutions, tmp_path):
+    """Validate builds the lesson's course each time it runs (seconds of nbgrader): the course
+    is kept under a digest of the lesson source and the pipeline's code, and copied, with its
+    configuration pointing at the copy, until the source changes."""
+    from autograder.pipeline.course import lesson_course, make_course
+
+    cache = tmp_path / "cache"
+    built = make_course(solutions, tmp_path / "plain", only="99_tiny")
+    first = lesson_course(solutions, "99_tiny", tmp_path / "first", cache=cache)
+    second = lesson_course(solutions, "99_tiny", tmp_path / "second", cache=cache)
+    [kept] = [p for p in cache.iterdir() if not p.name.startswith(".")]
+    for course in (first, second):
+        lesson = course.lessons[0]
+        assert course.release_notebook(lesson).read_bytes() == \
+            built.release_notebook(built.lessons[0]).read_bytes()
+        assert course.db_url in (course.root / "nbgrader_config.py").read_text()
+        with course.api().gradebook as gb:
+            assert [c.name for c in gb.find_notebook("99_tiny", "99_tiny").grade_cells]
+    source = solutions / "99_tiny.py"
+    source.write_text(source.read_text().replace("return a + b", "return b + a"))
+    lesson_course(solutions, "99_tiny", tmp_path / "third", cache=cache)
+    assert len([p for p in cache.iterdir() if not p.name.startswith(".")]) == 2
+    assert kept.exists()
