@@ -1,0 +1,51 @@
+"""Lesson 03's fixed seeds, counts and time budgets, shared by its trials and graders."""
+
+from __future__ import annotations
+
+#: Layers of the versioned model; one version number per layer.
+LAYERS = 8
+SEED = 3
+TIMEOUT_S = 60.0
+
+# Exercise 1 (StepCounter).
+COUNTER_EXPLORE_THREADS = 2
+COUNTER_EXPLORE_STEPS = 2
+COUNTER_SCHEDULES = 80
+COUNTER_STRESS_THREADS = 4
+COUNTER_STRESS_STEPS = 200
+COUNTER_TRIALS = 3
+
+# Exercise 2 (WeightPublisher).
+PUBLISHER_READERS = 2
+PUBLISHER_UPDATES = 10
+#: A stress writer stops early (after at least PUBLISHER_MIN_UPDATES) once it has been busy
+#: this long, so that a publisher that builds a model per publish is graded in seconds.
+PUBLISHER_BUDGET_S = 0.3
+PUBLISHER_MIN_UPDATES = 3
+PUBLISHER_TRIALS = 6
+#: Pause between two reads of one stress reader.
+READ_GAP_S = 0.0005
+PUBLISHER_EXPLORE_UPDATES = 1
+#: The explore runs use a 2-layer model: Keras calls are atomic there, so depth adds nothing
+#: but the time a per-thread copy or a new model takes to build.
+EXPLORE_LAYERS = 2
+#: Search bound of the publisher's explore run: every schedule with at most
+#: PUBLISHER_DEVIATIONS preemptions or other departures from round-robin order, the reader
+#: going first (15-200 schedules for the answers in the tests), then PUBLISHER_SAMPLES seeded
+#: PCT/random schedules; PUBLISHER_SCHEDULES caps the whole. Two, because a reader slipping
+#: into a readers-writer handshake without a lock needs two switches (issue #18, class 1:
+#: found at schedule 26). The grader's own loops are glue (no decision points), so the bound
+#: is spent on the answer's code and the layer boundary.
+EXPLORE_STRATEGY = "auto"
+PUBLISHER_DEVIATIONS = 2
+PUBLISHER_SAMPLES = 20
+PUBLISHER_SCHEDULES = 600
+#: The version a graded model starts at; publishes count up from the next one. Not 0: a model
+#: built from scratch (a clone before its weights are set) reads as version 0.
+FIRST_VERSION = 1
+
+# Exercise 3 (choose_publisher): what the grader asks for.
+CHOICE_READERS = 2
+CHOICE_UPDATES = 2
+CHOICE_INTERVAL_S = 0.015
+CHOICE_MIN_UPDATES_PER_S = 12.0
