@@ -101,12 +101,12 @@ def main() -> None:  # noqa: PLR0915 - one straight sequence, kept together on p
     preload = {k: v for k, v in preload.items() if not k.startswith("__")}
 
     import autograder.harness  # noqa: F401 - imported so that it is sealed with the rest
-    from autograder.checks import report
+    from autograder.checks.kit import verdict
     from autograder.harness import tamper
     from autograder.pipeline import kernel_guard, seal
 
     figures: list[bytes] = []
-    report.FIGURE_SINK = figures.append
+    verdict.FIGURE_SINK = figures.append
     kernel_guard.install()
 
     cells = plan["cells"]

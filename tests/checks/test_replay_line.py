@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from autograder.checks import anatomy, mutex, variables
-from autograder.checks.report import call_text
+from autograder.checks.kit import call_text
 from tests.checks import answers_anatomy, answers_mutex, answers_variables
 
 REPLAY_HEADING = "Run it again in a cell of your notebook"

@@ -1,4 +1,4 @@
-"""Primitives the lesson checks share: threads released together, deadlines, Keras memory."""
+"""Threads released together at a barrier: the load every check puts on an answer."""
 
 from __future__ import annotations
 
@@ -7,8 +7,6 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
-
-import numpy as np
 
 
 def released_together(bodies: Sequence[Callable[[], Any]], *, timeout_s: float | None = None
@@ -73,49 +71,3 @@ def run_threads(target: Callable[[int], Any], threads: int, *,
     """
     return run_together([functools.partial(target, k) for k in range(threads)],
                         timeout_s=timeout_s)
-
-
-def bounded(exercise: str, what: str, call: Callable[[], Any], timeout_s: float) -> Any:
-    """``call()`` on a daemon thread for at most ``timeout_s`` seconds; its result.
-
-    Args:
-        exercise: The exercise's name, which starts every message (``"run_ledger"``).
-        what: The call in the student's terms (``"close()"``).
-        call: What to run.
-        timeout_s: How long to wait before the call counts as hung (the thread is left behind).
-
-    Raises:
-        AssertionError: the call raised (named with its first line) or did not return in time.
-    """
-    outcome: list[tuple[bool, Any]] = []
-
-    def body() -> None:
-        try:
-            outcome.append((True, call()))
-        except BaseException as error:  # noqa: BLE001 - reported to the student below
-            outcome.append((False, error))
-
-    thread = threading.Thread(target=body, name=f"{exercise}: {what}", daemon=True)
-    thread.start()
-    thread.join(timeout_s)
-    if not outcome:
-        raise AssertionError(f"{exercise}: {what} did not finish within {timeout_s:g} s; "
-                             "expected it to return: something waits for an answer, a "
-                             "process or a lock that never comes")
-    ok, value = outcome[0]
-    if not ok:
-        lines = str(value).strip().splitlines()
-        first = f": {lines[0]}" if lines else ""
-        raise AssertionError(f"{exercise}: {what} raised {type(value).__name__}{first}; "
-                             "expected it to work") from None
-    return value
-
-
-def keras_variable_bytes() -> dict[int, int]:
-    """Bytes of every Keras variable alive in this process, by id (found through ``gc``)."""
-    import gc
-
-    import keras
-
-    return {id(o): int(np.prod(o.shape)) * np.dtype(o.dtype).itemsize
-            for o in gc.get_objects() if isinstance(o, keras.Variable)}
