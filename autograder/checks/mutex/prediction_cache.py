@@ -1,0 +1,105 @@
+"""Exercise 2, PredictionCache: concurrent misses of one slow key while another key is served."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from autograder.checks.mutex.settings import SCHEDULES, SEED, _explore
+from autograder.checks.plain import plain
+from autograder.harness import Result
+
+SLOW_KEY, FAST_KEY = "slow", "fast"
+#: How long the slow build waits (real seconds) for a get() of another key to finish. The
+#: scheduler only lets this wait run out when no other thread can move, so a correct cache
+#: never reaches it.
+_OTHER_KEY_WAIT_S = 0.05
+
+
+@dataclass
+class CacheRun:
+    """Shared state of one cache schedule.
+
+    ``compute`` returns a new tuple ``(key, build number)`` per call, so callers that got the
+    same cached object can be told from callers that got two builds.
+    """
+
+    cache: Any = None
+    computed: list[str] = field(default_factory=list)
+    slow: list[Any] = field(default_factory=list)
+    fast: list[Any] = field(default_factory=list)
+    slow_started: threading.Event = field(default_factory=threading.Event)
+    fast_done: threading.Event = field(default_factory=threading.Event)
+    blocked_by_slow: list[bool] = field(default_factory=list)
+
+
+def run_cache(cache_class: Callable[[Callable[[str], Any]], Any], *, seed: int = SEED,
+              schedules: int = SCHEDULES) -> Result:
+    """Two threads miss the same slow key while a third asks for a fast key, under ``explore``.
+
+    Threads 0 and 1 call ``get("slow")``; thread 2 waits until the slow build has started and
+    calls ``get("fast")``. Building ``"slow"`` waits until ``get("fast")`` has returned (the
+    scheduler lets that wait give up only when no thread can move). The check: ``compute`` ran
+    exactly once per key, both callers of ``"slow"`` got the object ``compute`` returned, and
+    ``get("fast")`` returned while ``"slow"`` was being built.
+    """
+    def setup() -> CacheRun:
+        run = CacheRun()
+        computed, started, fast_done = run.computed, run.slow_started, run.fast_done
+
+        def compute(key: str) -> tuple[str, int]:
+            if type(key) is not str:  # an exact str passes without a step the scheduler sees
+                key = plain(key, "compute was called with a key that is not a plain str: the "
+                            "key get(key) passed on", str)
+            computed.append(key)
+            if key == SLOW_KEY:
+                started.set()
+                # A build of "slow" waits here until a get("fast") has returned:
+                if not fast_done.wait(_OTHER_KEY_WAIT_S):
+                    run.blocked_by_slow.append(True)
+            return key, len(computed)
+
+        run.cache = cache_class(compute)
+        return run
+
+    def get_slow(run: CacheRun) -> None:
+        run.slow.append(run.cache.get(SLOW_KEY))
+
+    def get_fast_during_slow_build(run: CacheRun) -> None:
+        run.slow_started.wait()
+        run.fast.append(run.cache.get(FAST_KEY))
+        run.fast_done.set()
+
+    def check(run: CacheRun) -> None:
+        for key in (SLOW_KEY, FAST_KEY):
+            times = run.computed.count(key)
+            if times != 1:
+                raise AssertionError(
+                    f"compute({key!r}) ran {times} times, expected exactly once: threads "
+                    f"that missed {key!r} at the same time each computed it")
+        others = sorted(set(run.computed) - {SLOW_KEY, FAST_KEY})
+        if others:
+            raise AssertionError(
+                f"compute was called with {others}, keys no get() asked for; expected only "
+                f"{SLOW_KEY!r} and {FAST_KEY!r}")
+        if run.blocked_by_slow:
+            raise AssertionError(
+                f"get({FAST_KEY!r}) could not return while {SLOW_KEY!r} was being computed; "
+                "expected other keys to be served meanwhile. A slow build holds up every other "
+                "key: do not hold a lock that other keys need while compute() runs")
+        for key, values in ((SLOW_KEY, run.slow), (FAST_KEY, run.fast)):
+            for value in plain(values, f"get({key!r})"):
+                if not (isinstance(value, tuple) and len(value) == 2 and value[0] == key):
+                    raise AssertionError(
+                        f"get({key!r}) returned {value!r}, expected what compute({key!r}) "
+                        "returned")
+        first, second = run.slow
+        if first is not second:
+            raise AssertionError(
+                f"the two get({SLOW_KEY!r}) calls returned different objects ({first!r} and "
+                f"{second!r}); every caller must get the one cached object")
+
+    workers = [get_slow, get_slow, get_fast_during_slow_build]
+    return _explore(setup, workers, check, seed, schedules)
