@@ -1,0 +1,156 @@
+"""Exercise 2 (``augment``): the grader's images, sane augmentations, two threads at once."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from autograder.checks.plain import exception_line
+from autograder.checks.tfdata.records import _values
+from autograder.checks.tfdata.settings import (
+    FLIPS_WITHIN,
+    IMAGE_SHAPE,
+    IMAGES,
+    MAX_DELTA,
+    MIN_EACH_SIGN,
+    MIN_SPREAD,
+    SEED,
+    STRESS_TRIALS,
+    TIMEOUT_S,
+)
+from autograder.harness import Result, stress
+
+
+def images(count: int = IMAGES) -> Any:
+    """The grader's images: a tf.data.Dataset of ``count`` float32 images in [0.3, 0.7],
+    each read with a 2 ms sleep (simulated I/O, four reads at a time, in order). No two images
+    are alike, none is symmetric."""
+    import tensorflow as tf
+
+    rng = np.random.default_rng(SEED)
+    data = rng.uniform(0.3, 0.7, size=(count, *IMAGE_SHAPE)).astype("float32")
+
+    def load(i: Any) -> np.ndarray:
+        time.sleep(0.002)
+        return data[int(i)]
+
+    def to_image(i: Any) -> Any:
+        image = tf.numpy_function(load, [i], tf.float32)
+        image.set_shape(IMAGE_SHAPE)
+        return image
+
+    return tf.data.Dataset.range(count).map(to_image, num_parallel_calls=4, deterministic=True)
+
+
+def image_array(count: int = IMAGES) -> np.ndarray:
+    """The images :func:`images` yields, as one numpy array."""
+    rng = np.random.default_rng(SEED)
+    return rng.uniform(0.3, 0.7, size=(count, *IMAGE_SHAPE)).astype("float32")
+
+
+def _collect(dataset: Any) -> np.ndarray:
+    return np.stack([_values(x, "iterating the augmented dataset") for x in dataset])
+
+
+def run_augment(augment: Callable[[Any, int], Any], *, trials: int = STRESS_TRIALS) -> Result:
+    """Check one-thread properties, then stress two threads iterating the dataset at once."""
+    originals = image_array()
+    try:
+        # The first iteration of the dataset the threads will iterate again is the reference.
+        dataset = augment(images(), 11)
+        reference = _collect(dataset)
+        other_seed = _collect(augment(images(), 12))
+    except Exception as error:  # noqa: BLE001 - the student's code, reported to the student
+        raise AssertionError(
+            f"augment: on one thread, building and iterating the augmented dataset raised "
+            f"{exception_line(error)} (expected "
+            f"{IMAGES} augmented images)") from None
+    shifts, flips = _augmentation_sane(reference, originals)
+    more_shifts, more_flips = _augmentation_sane(other_seed, originals)
+    _distribution_sane(shifts + more_shifts, flips + more_flips)
+    if np.array_equal(reference, other_seed):
+        raise AssertionError(
+            "augment: seeds 11 and 12 gave the same images; expected the seed to choose the "
+            "random shifts and flips.")
+
+    def setup() -> dict[str, Any]:
+        return {"dataset": dataset, "seen": [None, None]}
+
+    def worker(k: int) -> Callable[[dict[str, Any]], None]:
+        def run(state: dict[str, Any]) -> None:
+            state["seen"][k] = _collect(state["dataset"])
+        return run
+
+    def check(state: dict[str, Any]) -> None:
+        for k, got in enumerate(state["seen"]):
+            assert got is not None and got.shape == reference.shape, (
+                f"thread {k} saw {0 if got is None else len(got)} images, expected {IMAGES}")
+            differ = [i for i in range(IMAGES) if not np.allclose(got[i], reference[i],
+                                                                  atol=1e-6)]
+            assert not differ, (
+                f"iterating augment(images, seed=11) again, on thread {k} while another thread "
+                f"iterated it too, gave different images at position(s) {differ[:5]} than the "
+                f"first run: expected the same augmentation on every run (draw randomness "
+                f"from stateless ops seeded by the seed and the element's position)")
+
+    return stress(setup, [worker(0), worker(1)], check, trials=trials, seed=SEED,
+                  timeout_s=TIMEOUT_S)
+
+
+def _distribution_sane(shifts: list[float], flips: int) -> None:
+    """The shifts and flips of both seeds follow the spec's distribution, within the bounds."""
+    count = len(shifts)
+    negative, positive = sum(d < 0 for d in shifts), sum(d > 0 for d in shifts)
+    if min(negative, positive) < MIN_EACH_SIGN:
+        raise AssertionError(
+            f"augment: expected brightness shifts drawn uniformly from [-{MAX_DELTA}, "
+            f"{MAX_DELTA}], so about as many negative as positive, but the {count} images of "
+            f"seeds 11 and 12 got {negative} negative and {positive} positive shifts")
+    if max(shifts) - min(shifts) < MIN_SPREAD:
+        raise AssertionError(
+            f"augment: expected brightness shifts spread over [-{MAX_DELTA}, {MAX_DELTA}], but "
+            f"the {count} images of seeds 11 and 12 got shifts from {min(shifts):+.3f} to "
+            f"{max(shifts):+.3f} only")
+    low, high = FLIPS_WITHIN
+    if not low <= flips <= high:
+        raise AssertionError(
+            f"augment: expected each image flipped with probability 1/2, but {flips} of the "
+            f"{count} images of seeds 11 and 12 were flipped (expected {low}-{high})")
+
+
+def _augmentation_sane(out: np.ndarray, originals: np.ndarray) -> tuple[list[float], int]:
+    """Each image is its input (or mirror) plus one shift within bounds, in input order.
+
+    Returns:
+        The shifts, and how many images were flipped.
+    """
+    if out.shape != originals.shape:
+        raise AssertionError(f"augment: expected {len(originals)} images shaped "
+                             f"{originals.shape[1:]}, got an array shaped {out.shape}")
+    deltas, flips = [], 0
+    for i, (got, image) in enumerate(zip(out, originals, strict=True)):
+        matches = [(flipped, float(np.mean(got - base)))
+                   for flipped, base in ((False, image), (True, image[:, ::-1]))
+                   if np.allclose(got - base, np.mean(got - base), atol=1e-5)]
+        if not matches:
+            raise AssertionError(
+                f"augment: image {i} is not the input image (or its left-right mirror) plus "
+                f"one brightness shift; expected exactly that augmentation, in input order")
+        flipped, delta = matches[0]
+        if abs(delta) > MAX_DELTA + 1e-5:
+            raise AssertionError(f"augment: image {i} was shifted by {delta:+.3f}; expected "
+                                 f"shifts in [-{MAX_DELTA}, {MAX_DELTA}]")
+        deltas.append(round(delta, 4))
+        flips += flipped
+    if len(set(deltas)) < len(deltas) // 2:
+        raise AssertionError(
+            f"augment: expected a different random brightness shift for each image, but the "
+            f"{len(deltas)} images got only {len(set(deltas))} different shifts: is every "
+            f"element seeded with the same seed?")
+    if not 0 < flips < len(out):
+        raise AssertionError(f"augment: expected about half of the images flipped, saw "
+                             f"{flips} of {len(out)}")
+    return deltas, flips

@@ -1,0 +1,121 @@
+"""The four graders hidden tests call: each exercise's runs, judged in its own terms."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from autograder.checks.plain import exception_line
+from autograder.checks.report import call_text, require_ok
+from autograder.checks.tfdata.augment import run_augment
+from autograder.checks.tfdata.fast import measure, order_run
+from autograder.checks.tfdata.loader import run_loader
+from autograder.checks.tfdata.records import record
+from autograder.checks.tfdata.served import (
+    run_overlap,
+    run_served,
+    served_by_a_parallel_map,
+    served_on_one_thread,
+)
+from autograder.checks.tfdata.settings import (
+    FAST_RECORDS,
+    MIN_SHARE_OF_IDEAL,
+    SERVED_RECORDS,
+    WIDTH,
+)
+
+
+def check_loader(make_dataset: Callable[[Callable[[int], np.ndarray], int], Any]) -> None:
+    """Grade exercise 1 (``make_dataset``); AssertionError with the student's message."""
+    require_ok(run_loader(make_dataset), exercise="make_dataset",
+               again=call_text("tfdata.run_loader", "make_dataset"))
+
+
+def check_augment(augment: Callable[[Any, int], Any]) -> None:
+    """Grade exercise 2 (``augment``); AssertionError with the student's message."""
+    require_ok(run_augment(augment), exercise="augment",
+               again=call_text("tfdata.run_augment", "augment"))
+
+
+def check_fast(fast_pipeline: Callable[..., Any]) -> None:
+    """Grade exercise 3 (``fast_pipeline``); AssertionError with the student's message.
+
+    Engines: real tf.data threads, no harness engine. First the order run
+    (:func:`order_run`: records that finish in reverse pairs must still come out 0, 1, 2,
+    ...), then the timing run (:func:`measure`): values and order again, at least 2 reads in
+    flight, and the speed-up share of the ideal measured in the same run.
+    """
+    name = "fast_pipeline"
+    try:
+        order = order_run(fast_pipeline)
+    except Exception as error:  # noqa: BLE001 - the student's code, reported to the student
+        raise AssertionError(
+            f"{name}: building and iterating the pipeline raised "
+            f"{exception_line(error)} (expected transform(read(i)) for i in "
+            f"range({FAST_RECORDS}))") from None
+    if order != list(range(FAST_RECORDS)):
+        raise AssertionError(
+            f"{name}: expected transform(read(i)) for i = 0, 1, ..., {FAST_RECORDS - 1}, in "
+            f"that order, but when every odd record was read and transformed faster than the "
+            f"even one before it, the training loop got records {order}. Training order must "
+            f"not depend on which read or transform finishes first: keep every map "
+            f"deterministic.")
+    try:
+        run = measure(fast_pipeline)
+    except Exception as error:  # noqa: BLE001 - the student's code, reported to the student
+        raise AssertionError(
+            f"{name}: building and iterating the pipeline raised "
+            f"{exception_line(error)} (expected transform(read(i)) for i in "
+            f"range({FAST_RECORDS}))") from None
+    expected = [2 * record(i) for i in range(FAST_RECORDS)]
+    got = [v.reshape(-1) for v in run.values]
+    order = [int(round(float(v[0]) / 20)) if v.shape == (WIDTH,) else None for v in got]
+    in_order = len(got) == len(expected) and all(
+        np.array_equal(a, b) for a, b in zip(got, expected, strict=True))
+    if not in_order:
+        raise AssertionError(
+            f"{name}: expected transform(read(i)) for i = 0, 1, ..., {FAST_RECORDS - 1}, in "
+            f"that order, but the training loop got records {order}. Training order must not "
+            f"depend on which read finishes first: keep the map deterministic.")
+    parallel = run.max_parallel("read")
+    if parallel < 2:
+        raise AssertionError(
+            f"{name}: expected reads to run in parallel (I/O waits overlap), but at most "
+            f"{parallel} read ran at a time (speed-up {run.speedup:.2f}x over the naive loop, "
+            f"ideal {run.ideal_speedup:.2f}x)")
+    if run.share_of_ideal < MIN_SHARE_OF_IDEAL:
+        raise AssertionError(
+            f"{name}: expected a speed-up over the naive loop of at least "
+            f"{MIN_SHARE_OF_IDEAL:.0%} of the ideal {run.ideal_speedup:.2f}x measured in the same "
+            f"run, but measured {run.speedup:.2f}x ({run.share_of_ideal:.0%} of ideal)")
+
+
+def check_served(stats_class: Callable[..., Any]) -> None:
+    """Grade exercise 4 (``ServedStats``); AssertionError with the student's message.
+
+    Engines: ``explore`` for the counts (:func:`run_served`: every interleaving with at most
+    one preemption, then seeded samples up to :data:`SERVED_SCHEDULES`) and for the overlap of
+    reads (:func:`run_overlap`: a read that waits for the other deadlocks when the answer
+    serializes them, in the first schedule, with no timing involved); then real tf.data
+    threads (:func:`served_by_a_parallel_map`).
+    """
+    exercise = "ServedStats"
+    served_on_one_thread(stats_class)
+    require_ok(run_served(stats_class), exercise=exercise,
+               again=call_text("tfdata.run_served", "ServedStats"))
+    overlap = run_overlap(stats_class)
+    if overlap.verdict == "deadlock":
+        raise AssertionError(
+            f"{exercise}: two threads called stats(0) and stats(1), whose reads each wait "
+            "until the other read has started, and they never finished: while one thread's "
+            "read ran, your object kept the other thread from starting its read (a lock held "
+            "through read()); expected the two reads to run at the same time, as tf.data's "
+            "threads need: hold the lock only around the counts")
+    require_ok(overlap, exercise=exercise, again=call_text("tfdata.run_overlap", "ServedStats"))
+    counts = served_by_a_parallel_map(stats_class)
+    if counts != (SERVED_RECORDS, 0):
+        raise AssertionError(f"{exercise}: after a parallel map over {SERVED_RECORDS} "
+                             f"records, served() == {counts[0]} and failed() == {counts[1]}; "
+                             f"expected {SERVED_RECORDS} and 0")

@@ -1,0 +1,73 @@
+"""Exercise 1 (``make_dataset``): two epochs on one thread, then two threads at once."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from autograder.checks.plain import exception_line
+from autograder.checks.tfdata.records import _describe, _identify, _values, make_read
+from autograder.checks.tfdata.settings import LOADER_RECORDS, SEED, STRESS_TRIALS, TIMEOUT_S
+from autograder.harness import Result, stress
+
+
+def run_loader(make_dataset: Callable[[Callable[[int], np.ndarray], int], Any], *,
+               trials: int = STRESS_TRIALS) -> Result:
+    """Iterate ``make_dataset(read, n)`` twice on one thread, then from two threads at once."""
+    n = LOADER_RECORDS
+    _one_thread(make_dataset, n)
+
+    # One dataset for every trial: a dataset is iterated again and again (one epoch after
+    # another), and each trial starts two more iterations of it at the same time.
+    dataset = make_dataset(make_read(), n)
+
+    def setup() -> dict[str, Any]:
+        return {"dataset": dataset, "seen": [[], []]}
+
+    def worker(k: int) -> Callable[[dict[str, Any]], None]:
+        def run(state: dict[str, Any]) -> None:
+            state["seen"][k].extend(_identify(_values(x)) for x in state["dataset"])
+        return run
+
+    def check(state: dict[str, Any]) -> None:
+        for k, got in enumerate(state["seen"]):
+            problem = _describe(got, n)
+            assert not problem, (
+                f"thread {k}, iterating the dataset while another thread did too: expected "
+                f"each of the {n} records exactly once, but saw {len(got)} element(s): "
+                f"{problem}")
+
+    return stress(setup, [worker(0), worker(1)], check, trials=trials, seed=SEED,
+                  timeout_s=TIMEOUT_S)
+
+
+def _one_thread(make_dataset: Callable[..., Any], n: int) -> None:
+    # Instant reads, and the interpreter switching threads as often as it can: any thread the
+    # answer starts itself (a producer filling a shared buffer) runs as far ahead as it may.
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        dataset = make_dataset(make_read(0.0), n)
+        what = "make_dataset: iterating the dataset"
+        first = [_identify(_values(x, what)) for x in dataset]
+        second = [_identify(_values(x, what)) for x in dataset]
+    except AssertionError:
+        raise
+    except Exception as error:  # noqa: BLE001 - the student's code, reported to the student
+        raise AssertionError(
+            f"make_dataset: on one thread, building and iterating the dataset raised "
+            f"{exception_line(error)} (expected each of "
+            f"the {n} records exactly once)") from None
+    finally:
+        sys.setswitchinterval(interval)
+    for label, got in (("first", first), ("second", second)):
+        problem = _describe(got, n)
+        if problem:
+            raise AssertionError(
+                f"make_dataset: on one thread, the {label} iteration over the dataset should "
+                f"yield each of the {n} records exactly once (expected {n} elements), but it "
+                f"yielded {len(got)}: {problem}. A tf.data.Dataset can be iterated again and "
+                f"again; each iteration must start from the beginning.")
