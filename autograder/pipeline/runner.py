@@ -11,7 +11,7 @@ Before any student code runs, the runner imports the lesson's checks, compiles e
 remembers the grader's names (:func:`~autograder.pipeline.seal.integrity_check`), hides signal
 handlers and the race detector's trace function, makes itself unreadable to other processes and
 adds the audit hook
-(:func:`~autograder.pipeline.seal.make_audit_hook`). Test cells run with the lesson's imports
+(:func:`~autograder.pipeline.audit.make_audit_hook`). Test cells run with the lesson's imports
 bound again from the runner's own references, so a notebook that rebinds ``anatomy`` or
 ``check_counter`` in its globals grades the real check; a test passes only when it raised
 nothing, the grader's names were intact before and after it, and no escape hatch was tried
@@ -103,7 +103,7 @@ def main() -> None:  # noqa: PLR0915 - one straight sequence, kept together on p
     import autograder.harness  # noqa: F401 - imported so that it is sealed with the rest
     from autograder.checks.kit import verdict
     from autograder.harness import tamper
-    from autograder.pipeline import kernel_guard, seal
+    from autograder.pipeline import audit, kernel_guard, seal
 
     figures: list[bytes] = []
     verdict.FIGURE_SINK = figures.append
@@ -127,7 +127,7 @@ def main() -> None:  # noqa: PLR0915 - one straight sequence, kept together on p
     seal.make_undumpable()
     seal.hide_signal_handlers()
     attempts: list[str] = []
-    audit_hook = seal.make_audit_hook(seal.trusted_roots(), test_files, attempts)
+    audit_hook = audit.make_audit_hook(audit.trusted_roots(), test_files, attempts)
     seal.hide_trace_function(attempts)
     seal.seal_grader_modules()
     protected = seal.protected_modules()

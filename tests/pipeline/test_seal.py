@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from autograder.pipeline import seal
+from autograder.pipeline import object_internals, seal
 
 LIBRARY = textwrap.dedent("""
     def close_enough(a, b):
@@ -138,11 +138,11 @@ def test_the_real_grader_remembers_the_libraries_its_checks_call():
 SEALED_RUN = textwrap.dedent('''
     import json, sys, threading
     from autograder.checks import anatomy
-    from autograder.pipeline import kernel_guard, seal
+    from autograder.pipeline import audit, kernel_guard, seal
 
     kernel_guard.install()
     attempts = []
-    hook = seal.make_audit_hook(seal.trusted_roots(), [], attempts)
+    hook = audit.make_audit_hook(audit.trusted_roots(), [], attempts)
     seal.hide_trace_function(attempts)
     seal.seal_grader_modules()
     sys.addaudithook(hook)
@@ -333,13 +333,13 @@ def test_a_grader_class_refuses_a_swapped_attribute_by_every_route():
 
 def test_freezing_a_class_keeps_its_instances_and_subclasses_working():
     frozen = type("Frozen", (), {"__init__": lambda self: setattr(self, "value", 3)})
-    assert seal.freeze_class(frozen)
+    assert object_internals.freeze_class(frozen)
     with pytest.raises(TypeError, match="immutable type"):
         frozen.value = 4
     assert frozen().value == 3
     child = type("Child", (frozen,), {})
     child.extra = 5
-    assert child.extra == 5 and not seal.freeze_class(int)
+    assert child.extra == 5 and not object_internals.freeze_class(int)
 
 
 LIBRARY_NAMES = textwrap.dedent('''
@@ -387,10 +387,10 @@ SCRATCH_ROUTES = textwrap.dedent('''
     import json, os, pathlib, shutil, sys, tempfile
     from autograder.checks import process_workers
     from autograder.harness import tamper
-    from autograder.pipeline import seal
+    from autograder.pipeline import audit, seal
 
     attempts = []
-    sys.addaudithook(seal.make_audit_hook(seal.trusted_roots(), [], attempts))
+    sys.addaudithook(audit.make_audit_hook(audit.trusted_roots(), [], attempts))
     records = tamper.scratch_folder("receipts")
     elsewhere = tempfile.mkdtemp()
     os.environ[process_workers.RECEIPTS_ENV] = records
