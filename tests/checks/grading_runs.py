@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from autograder.pipeline.demo import read_answers, solution_answers
+from autograder.pipeline.answers import read_answers, solution_answers
 from autograder.pipeline.source import find_lessons
 
 #: The repository (found from this file: answer modules import this one in child processes too).

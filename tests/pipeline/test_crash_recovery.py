@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from autograder.pipeline.answers import fill_answers
 from autograder.pipeline.course import make_course
-from autograder.pipeline.demo import fill_answers
 from autograder.pipeline.grade import grade_submissions
 from autograder.pipeline.job import MAX_DEADLY_CELLS
 from autograder.pipeline.spec import Limits

@@ -15,8 +15,9 @@ import nbformat
 import pytest
 
 from autograder.pipeline import grade as grade_module
+from autograder.pipeline.answers import fill_answers, read_answers
 from autograder.pipeline.course import make_course
-from autograder.pipeline.demo import fill_answers, make_submissions, read_answers
+from autograder.pipeline.demo import make_submissions
 from autograder.pipeline.grade import grade_submissions
 from autograder.pipeline.spec import Limits
 

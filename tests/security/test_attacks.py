@@ -17,8 +17,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from autograder.pipeline.answers import fill_answers
 from autograder.pipeline.course import make_course
-from autograder.pipeline.demo import fill_answers
 from autograder.pipeline.grade import grade_submissions
 from autograder.pipeline.spec import Limits
 from tests.security.attacks import ATTACKS, PROBES, RACY, SOLUTION
