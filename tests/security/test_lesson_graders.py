@@ -76,9 +76,11 @@ def test_an_answer_can_neither_fill_nor_change_the_checks_stored_references_and_
     (``autograder.checks.cache``): code under test gets fresh values and cannot call them."""
     import os
 
-    from autograder.checks import cache, capstone, warmup
+    from autograder.checks import cache, capstone
     from autograder.checks.capstone import models, throughput, updates
     from autograder.checks.variables import choice, publisher
+    from autograder.checks.warmup import lazy
+    from autograder.checks.warmup import models as warmup_models
     from autograder.harness import tamper
 
     rows = capstone.requests_for(5, 1, 2)[0]
@@ -95,7 +97,7 @@ def test_an_answer_can_neither_fill_nor_change_the_checks_stored_references_and_
         with pytest.raises(ValueError):
             reference.flags.writeable = True
     stores = (models._REFERENCES, updates._POOL, throughput._BUSY, publisher._POOLS,
-              choice._SMALL_MODEL, warmup._REFERENCES, warmup._WARM_MODELS)
+              choice._SMALL_MODEL, warmup_models._REFERENCES, lazy._WARM_MODELS)
     try:
         for store in stores:
             with pytest.raises(PermissionError):
