@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from autograder.checks.kit import call_text, require
 from autograder.checks.plain import exception_line
-from autograder.checks.report import call_text, require_ok
 from autograder.checks.tfdata.augment import run_augment
 from autograder.checks.tfdata.fast import measure, order_run
 from autograder.checks.tfdata.loader import run_loader
@@ -29,14 +29,14 @@ from autograder.checks.tfdata.settings import (
 
 def check_loader(make_dataset: Callable[[Callable[[int], np.ndarray], int], Any]) -> None:
     """Grade exercise 1 (``make_dataset``); AssertionError with the student's message."""
-    require_ok(run_loader(make_dataset), exercise="make_dataset",
-               again=call_text("tfdata.run_loader", "make_dataset"))
+    require(run_loader(make_dataset), exercise="make_dataset",
+            again=call_text("tfdata.run_loader", "make_dataset"))
 
 
 def check_augment(augment: Callable[[Any, int], Any]) -> None:
     """Grade exercise 2 (``augment``); AssertionError with the student's message."""
-    require_ok(run_augment(augment), exercise="augment",
-               again=call_text("tfdata.run_augment", "augment"))
+    require(run_augment(augment), exercise="augment",
+            again=call_text("tfdata.run_augment", "augment"))
 
 
 def check_fast(fast_pipeline: Callable[..., Any]) -> None:
@@ -103,8 +103,8 @@ def check_served(stats_class: Callable[..., Any]) -> None:
     """
     exercise = "ServedStats"
     served_on_one_thread(stats_class)
-    require_ok(run_served(stats_class), exercise=exercise,
-               again=call_text("tfdata.run_served", "ServedStats"))
+    require(run_served(stats_class), exercise=exercise,
+            again=call_text("tfdata.run_served", "ServedStats"))
     overlap = run_overlap(stats_class)
     if overlap.verdict == "deadlock":
         raise AssertionError(
@@ -113,7 +113,7 @@ def check_served(stats_class: Callable[..., Any]) -> None:
             "read ran, your object kept the other thread from starting its read (a lock held "
             "through read()); expected the two reads to run at the same time, as tf.data's "
             "threads need: hold the lock only around the counts")
-    require_ok(overlap, exercise=exercise, again=call_text("tfdata.run_overlap", "ServedStats"))
+    require(overlap, exercise=exercise, again=call_text("tfdata.run_overlap", "ServedStats"))
     counts = served_by_a_parallel_map(stats_class)
     if counts != (SERVED_RECORDS, 0):
         raise AssertionError(f"{exercise}: after a parallel map over {SERVED_RECORDS} "
