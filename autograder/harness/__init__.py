@@ -18,11 +18,14 @@ from . import (
     primitives,
     report,
     result,
+    runstate,
     scheduler,
     search,
     stress_runner,
     tamper,
     timeline,
+    tracing,
+    turns,
 )
 from .exploration import explore, replay
 from .result import Result
@@ -30,7 +33,7 @@ from .stress_runner import stress
 
 __all__ = ["Result", "explore", "replay", "stress"]
 
-tamper.snapshot_harness([codemap, exploration, frames, primitives, report, result, scheduler,
-                         search, stress_runner, tamper, timeline])
+tamper.snapshot_harness([codemap, exploration, frames, primitives, report, result, runstate,
+                         scheduler, search, stress_runner, tamper, timeline, tracing, turns])
 tamper.snapshot_public(_sys.modules[__name__], __all__)
 tamper.seal(_sys.modules[__name__], __all__)
