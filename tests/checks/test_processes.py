@@ -36,6 +36,7 @@ import numpy as np
 import pytest
 
 from autograder.checks import process_workers, processes
+from autograder.checks.processes import pool as pool_run
 from tests.checks import answers_processes as answers
 from tests.checks.grading_runs import (
     RUNS,
@@ -110,7 +111,7 @@ class _PredictHangs:
 
 
 def test_a_pool_that_hangs_fails_within_its_time_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(processes, "LOAD_S", 0.5)
+    monkeypatch.setattr(pool_run, "LOAD_S", 0.5)
     before = processes.snapshot()
     with pytest.raises(AssertionError) as failure:
         processes.check_pool(_PredictHangs)

@@ -1,0 +1,74 @@
+"""Exercise 3's cases: the grader's made-up measurements and the lesson's rule for ``choose``."""
+
+from __future__ import annotations
+
+import random
+import statistics
+from dataclasses import dataclass
+
+from autograder.checks.processes.settings import MARGIN
+
+
+@dataclass(frozen=True)
+class DesignRun:
+    """One design measured in paired rounds.
+
+    Attributes:
+        per_second: Requests per second in each round (round ``i`` of two designs measured a
+            moment apart).
+        memory_mb: Memory of the whole design.
+    """
+
+    per_second: tuple[float, ...]
+    memory_mb: float
+
+
+
+def reference_choice(threads: DesignRun, processes: DesignRun, memory_budget_mb: float) -> str:
+    """The lesson's rule (what ``choose`` must return)."""
+    if processes.memory_mb > memory_budget_mb:
+        return "threads"
+    ratios = [p / t for p, t in zip(processes.per_second, threads.per_second, strict=True)]
+    return "processes" if statistics.median(ratios) >= MARGIN else "threads"
+
+
+
+def choice_cases(seed: int = 8) -> list[tuple[str, DesignRun, DesignRun, float]]:
+    """The grader's measurements: (what they test, threads, processes, memory budget)."""
+    cases = [
+        ("processes 1.8x faster and within budget",
+         DesignRun((100.0, 104.0, 98.0, 101.0, 99.0), 900.0),
+         DesignRun((181.0, 186.0, 178.0, 183.0, 180.0), 2100.0), 4000.0),
+        ("processes 1.8x faster but over the memory budget",
+         DesignRun((100.0, 104.0, 98.0, 101.0, 99.0), 900.0),
+         DesignRun((181.0, 186.0, 178.0, 183.0, 180.0), 2100.0), 2000.0),
+        ("processes only 10 % faster",
+         DesignRun((200.0, 210.0, 190.0, 205.0, 195.0), 700.0),
+         DesignRun((221.0, 230.0, 208.0, 226.0, 214.0), 1500.0), 4000.0),
+        ("one round where a burst of other work hit threads",
+         DesignRun((100.0, 101.0, 20.0, 99.0, 100.0), 700.0),
+         DesignRun((104.0, 103.0, 101.0, 102.0, 105.0), 1500.0), 4000.0),
+        ("one round where a burst of other work hit processes",
+         DesignRun((100.0, 101.0, 99.0, 100.0, 102.0), 700.0),
+         DesignRun((160.0, 158.0, 20.0, 161.0, 157.0), 1500.0), 4000.0),
+        ("the machine's speed changed from round to round (pair the rounds)",
+         DesignRun((100.0, 90.0, 80.0, 40.0, 30.0), 700.0),
+         DesignRun((150.0, 140.0, 60.0, 60.0, 40.0), 1500.0), 4000.0),
+        ("threads faster", DesignRun((150.0, 152.0, 149.0), 800.0),
+         DesignRun((90.0, 91.0, 92.0), 1200.0), 4000.0),
+        ("processes exactly at the memory budget and 1.5x faster",
+         DesignRun((100.0, 100.0, 100.0), 800.0), DesignRun((150.0, 150.0, 150.0), 3000.0),
+         3000.0),
+    ]
+    rng = random.Random(seed)
+    for k in range(24):
+        rounds = rng.choice((3, 5, 7))
+        base = [rng.uniform(50, 400) for _ in range(rounds)]
+        speedup = rng.choice((0.6, 0.9, 1.05, 1.1, 1.35, 1.6, 2.2))
+        noise = [rng.uniform(0.97, 1.03) for _ in range(rounds)]
+        threads = DesignRun(tuple(round(b, 2) for b in base), round(rng.uniform(300, 900), 1))
+        rates = tuple(round(b * speedup * n, 2) for b, n in zip(base, noise, strict=True))
+        processes = DesignRun(rates, round(rng.uniform(600, 4000), 1))
+        cases.append((f"made-up measurement {k}", threads, processes,
+                      float(rng.choice((1000, 2000, 3000, 5000)))))
+    return cases

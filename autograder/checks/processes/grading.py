@@ -1,0 +1,138 @@
+"""The three graders hidden tests call: ``check_pool``, ``check_ledger``, ``check_choose``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from autograder.checks import process_workers
+from autograder.checks.plain import plain
+from autograder.checks.processes.choice import DesignRun, choice_cases, reference_choice
+from autograder.checks.processes.ledger import run_ledger_once
+from autograder.checks.processes.model import embedding_weights
+from autograder.checks.processes.pool import run_pool
+from autograder.checks.processes.settings import (
+    LEDGER_WORKERS,
+    MB,
+    POOL_REQUESTS_EACH,
+    POOL_THREADS,
+    POOL_WORKERS,
+)
+
+# --------------------------------------------------------------------------- exercise 1: the pool
+
+
+def check_pool(pool_class: Callable[..., Any]) -> None:
+    """Grade a ``SharedWeightsPool`` class (see :func:`run_pool`); AssertionError if it fails."""
+    exercise = "SharedWeightsPool"
+    weights_mb = sum(a.nbytes for a in embedding_weights()) / MB
+    seen = run_pool(pool_class, exercise=exercise)
+    total = POOL_THREADS * POOL_REQUESTS_EACH
+    if len(seen.workers) < POOL_WORKERS:
+        raise AssertionError(
+            f"{exercise}: with workers={POOL_WORKERS} it started {len(seen.workers)} worker "
+            f"process(es), expected {POOL_WORKERS}")
+    if seen.not_spawned:
+        raise AssertionError(
+            f"{exercise}: {seen.not_spawned} of its worker processes were not started with "
+            "spawn, expected multiprocessing.get_context('spawn'): a forked child of a "
+            "process that runs TensorFlow can hang")
+    if seen.other_target:
+        raise AssertionError(
+            f"{exercise}: {len(seen.other_target)} of its worker processes did not run the "
+            "target it was given, expected every worker to run target(block_name, shapes, "
+            "requests, answers)")
+    if seen.wrong:
+        index, got, want = seen.wrong[0]
+        raise AssertionError(
+            f"{exercise}: {len(seen.wrong)} of {total} predict() calls made from "
+            f"{POOL_THREADS} threads at once returned another request's output (request "
+            f"{index}: got {_short(got)}, expected {_short(want)}). Workers may answer in any "
+            "order: match each answer to its request by its request id")
+    if seen.answered != total:
+        raise AssertionError(f"{exercise}: {total - seen.answered} of {total} predict() calls "
+                             "returned None, expected the model's output")
+    private = {pid: mb for pid, mb in seen.worker_uss_mb.items() if mb > weights_mb / 2}
+    if private:
+        mb = max(private.values())
+        raise AssertionError(
+            f"{exercise}: a worker held {mb:.0f} MB of private memory for {weights_mb:.0f} MB "
+            f"of weights, expected under {weights_mb / 2:.0f} MB: it has its own copy of the "
+            f"weights, so {POOL_WORKERS} workers hold {POOL_WORKERS} full copies. Pass the "
+            "shared block's name, not the arrays")
+    if seen.segment_mb > 1.5 * weights_mb:
+        raise AssertionError(
+            f"{exercise}: its shared-memory blocks held {seen.segment_mb:.0f} MB for "
+            f"{weights_mb:.0f} MB of weights, expected one copy: make one block for all workers")
+    if seen.still_running or seen.leftovers:
+        left = seen.leftovers.describe() or f"{len(seen.still_running)} worker(s) still running"
+        raise AssertionError(
+            f"{exercise}: after close() returned there were {left}, expected none: stop and "
+            "join every worker, then close and unlink the shared block")
+
+
+
+def _short(values: Any) -> str:
+    try:
+        return "(" + ", ".join(f"{float(v):.3f}" for v in values) + ")"
+    except (TypeError, ValueError):
+        return repr(values)[:80]
+
+
+# --------------------------------------------------------------------------- exercise 2: the ledger
+
+
+def check_ledger(run_ledger: Callable[[int, int], Any]) -> None:
+    """Grade ``run_ledger`` (see :func:`run_ledger_once`); AssertionError if it fails."""
+    exercise = "run_ledger"
+    seen = run_ledger_once(run_ledger, exercise=exercise)
+    values = plain(seen.totals, f"{exercise}:")
+    try:
+        totals = [int(v) for v in (values.tolist() if isinstance(values, np.ndarray)
+                                   else values)]
+    except (TypeError, ValueError):
+        raise AssertionError(f"{exercise}: returned {values!r}, expected a list of "
+                             f"{process_workers.ACCOUNTS} account totals") from None
+    missing = sorted(set(range(LEDGER_WORKERS)) - seen.workers_ran)
+    if missing:
+        raise AssertionError(
+            f"{exercise}: ledger worker(s) {missing} never ran process_workers.tally in a "
+            f"process of their own; expected each of the {LEDGER_WORKERS} workers to run it on "
+            "a process (the totals must come from the workers, not be computed)")
+    if totals != seen.expected:
+        counted, want = sum(totals), sum(seen.expected)
+        raise AssertionError(
+            f"{exercise}: the ledger counted {counted} of {want} (accounts {totals}, expected "
+            f"{seen.expected}): updates made by different processes at the same time were "
+            "lost. Every worker must hold one and the same multiprocessing lock around its "
+            "read-modify-write (or send its updates to a single writer)")
+    if seen.leftovers:
+        raise AssertionError(f"{exercise}: when it returned there were "
+                             f"{seen.leftovers.describe()}, expected none: join every worker, "
+                             "then close and unlink the ledger")
+
+
+# --------------------------------------------------------------------------- exercise 3: choose
+
+
+def check_choose(choose: Callable[[DesignRun, DesignRun, float], Any]) -> None:
+    """Grade ``choose`` on :func:`choice_cases`; AssertionError naming the first wrong case."""
+    exercise = "choose"
+    for what, threads, processes, budget in choice_cases():
+        want = reference_choice(threads, processes, budget)
+        try:
+            got = choose(threads, processes, budget)
+        except Exception as error:  # noqa: BLE001 - reported to the student
+            raise AssertionError(f"{exercise}: raised {type(error).__name__}: {error} on "
+                                 f"measurements where {what}") from None
+        got = plain(got, f"{exercise}:")
+        if got != want:
+            ratios = [round(p / t, 2) for p, t in zip(processes.per_second,
+                                                       threads.per_second, strict=True)]
+            raise AssertionError(
+                f"{exercise}: returned {got!r} where {what}, expected {want!r}. Threads "
+                f"{list(threads.per_second)} req/s, {threads.memory_mb:g} MB; processes "
+                f"{list(processes.per_second)} req/s, {processes.memory_mb:g} MB; budget "
+                f"{budget:g} MB; per-round ratios {ratios}")

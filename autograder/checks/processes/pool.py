@@ -1,0 +1,167 @@
+"""Exercise 1's run: a ``SharedWeightsPool`` started, loaded from threads and closed, watched."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from autograder.checks import process_workers
+from autograder.checks.kit import bounded
+from autograder.checks.plain import NotPlainData, plain_array
+from autograder.checks.processes.model import _graded_requests, embedding_weights
+from autograder.checks.processes.resources import (
+    Leftovers,
+    _wait_for_exit,
+    clean_up,
+    snapshot,
+    uss_mb,
+)
+from autograder.checks.processes.settings import (
+    CLOSE_S,
+    EXEC_POLL_S,
+    EXEC_POLLS,
+    LOAD_S,
+    MB,
+    OUTPUTS,
+    POOL_THREADS,
+    POOL_WORKERS,
+    START_S,
+)
+from autograder.harness.tamper import scratch_folder
+
+
+@dataclass
+class PoolRun:
+    """What the grader saw of one pool (see :func:`run_pool`)."""
+
+    workers: list[int] = field(default_factory=list)
+    not_spawned: int = 0
+    wrong: list[tuple[int, Any, tuple[float, ...]]] = field(default_factory=list)
+    answered: int = 0
+    worker_uss_mb: dict[int, float] = field(default_factory=dict)
+    segment_mb: float = 0.0
+    still_running: list[int] = field(default_factory=list)
+    other_target: list[int] = field(default_factory=list)
+    leftovers: Leftovers = field(default_factory=Leftovers)
+
+
+
+def run_pool(pool_class: Callable[..., Any], *, workers: int = POOL_WORKERS,
+             exercise: str = "SharedWeightsPool") -> PoolRun:
+    """Start a pool with the grader's out-of-order workers, load it from threads, close it.
+
+    Raises AssertionError (in the exercise's terms) when a step raises or does not finish in
+    time. Whatever happens, processes and segments the pool left are killed and unlinked.
+    """
+    before = snapshot()
+    seen = PoolRun()
+    marks = scratch_folder("served-by")
+    target = functools.partial(process_workers.serve, served_by=marks)
+    try:
+        pool = bounded(exercise, f"SharedWeightsPool(weights, {workers}, serve)",
+                        lambda: pool_class(list(embedding_weights()), workers, target), START_S)
+        started = before.since()
+        seen.workers = started.processes
+        seen.not_spawned = _count_not_spawned(started.processes)
+        seen.segment_mb = sum(started.segments.values()) / MB
+        _load(exercise, pool, seen)
+        for pid in seen.workers:
+            with contextlib.suppress(Exception):
+                seen.worker_uss_mb[pid] = uss_mb(pid)
+        bounded(exercise, "close()", pool.close, CLOSE_S)
+        seen.still_running = _wait_for_exit(seen.workers)
+        seen.other_target = [pid for pid in seen.workers if pid not in seen.still_running
+                             and not os.path.exists(os.path.join(marks, str(pid)))]
+        seen.leftovers = before.since()
+    finally:
+        clean_up(before.since())
+        shutil.rmtree(marks, ignore_errors=True)
+    return seen
+
+
+
+def _count_not_spawned(pids: Sequence[int]) -> int:
+    """How many of ``pids`` run something other than multiprocessing's ``spawn_main``.
+
+    ``Process.start()`` with spawn can return while the child is still inside ``execve``:
+    its command line then reads empty (the new program's arguments are not set up yet), or
+    this process's own if the exec has not begun. Such a child is looked at again, up to
+    :data:`EXEC_POLLS` times, :data:`EXEC_POLL_S` apart (a forked worker keeps this
+    process's command line, and costs that wait). A spawned worker was once counted as
+    forked under the full suite's load (1 grading run in 20).
+    """
+    import psutil
+
+    own = psutil.Process().cmdline()
+    looks_forked, other = set(pids), set()
+    for poll in range(EXEC_POLLS):
+        for pid in sorted(looks_forked):
+            try:
+                command = psutil.Process(pid).cmdline()
+            except psutil.Error:
+                looks_forked.discard(pid)  # gone: nothing to judge
+                continue
+            if "spawn_main" in " ".join(command):
+                looks_forked.discard(pid)
+            elif command and command != own:  # another program: no need to wait
+                looks_forked.discard(pid)
+                other.add(pid)
+        if not looks_forked:
+            break
+        if poll < EXEC_POLLS - 1:
+            time.sleep(EXEC_POLL_S)
+    return len(other) + len(looks_forked)
+
+
+
+def _load(exercise: str, pool: Any, seen: PoolRun) -> None:
+    tokens, expected = _graded_requests()
+    outputs: list[Any] = [None] * len(tokens)
+    not_plain: list[str] = []
+    barrier = threading.Barrier(POOL_THREADS)
+
+    def client(k: int) -> None:
+        barrier.wait()
+        for index in range(k, len(tokens), POOL_THREADS):
+            output = pool.predict(tokens[index])
+            try:  # plain numbers, copied as they come back: nothing of the pool's runs later
+                outputs[index] = None if output is None else np.array(
+                    plain_array(output, f"{exercise}: predict()"))
+            except NotPlainData as error:
+                not_plain.append(str(error))
+                return
+
+    def load() -> None:
+        threads = [threading.Thread(target=client, args=(k,), daemon=True)
+                   for k in range(POOL_THREADS)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    bounded(exercise, f"predict() from {POOL_THREADS} threads at once", load, LOAD_S)
+    if not_plain:
+        raise AssertionError(f"{not_plain[0]} (expected the model's output, {OUTPUTS} numbers)")
+    for index, (got, want) in enumerate(zip(outputs, expected, strict=True)):
+        if got is None:
+            continue
+        seen.answered += 1
+        if not _same(got, want):
+            seen.wrong.append((index, got, want))
+
+
+
+def _same(got: Any, want: tuple[float, ...]) -> bool:
+    try:
+        return np.allclose(np.asarray(got, dtype=np.float64), want, rtol=1e-5, atol=1e-6)
+    except (TypeError, ValueError):
+        return False
