@@ -157,6 +157,10 @@ _OWN: dict[str, tuple[object, Callable[[object], bool]]] = {
 }
 
 _harness_snapshot: list[tuple[str, object, str, object]] = []
+#: A harness class's members inherited from harness base classes: a name added to the class
+#: itself would shadow the inherited one (``scheduler.Run._pause = ...`` with ``_pause`` defined
+#: by ``turns.Turns``).
+_harness_inherited: list[tuple[str, type, str]] = []
 _harness_modules: dict[str, types.ModuleType] = {}
 _attempts: list[str] = []
 
@@ -324,9 +328,18 @@ def snapshot_harness(modules: Iterable[types.ModuleType]) -> None:
             _harness_snapshot.append((f"{module.__name__}.{name}", module, name, value))
             if isinstance(value, type):
                 for attr, member in vars(value).items():
-                    if not attr.startswith("__") or attr in ("__init__", "__repr__"):
+                    if _watched_member(attr):
                         label = f"{module.__name__}.{name}.{attr}"
                         _harness_snapshot.append((label, value, attr, member))
+                inherited = {attr for base in value.__mro__[1:]
+                             if base.__module__.startswith("autograder.harness")
+                             for attr in vars(base) if _watched_member(attr)}
+                _harness_inherited.extend((f"{module.__name__}.{name}.{attr}", value, attr)
+                                          for attr in sorted(inherited - set(vars(value))))
+
+
+def _watched_member(attr: str) -> bool:
+    return not attr.startswith("__") or attr in ("__init__", "__repr__")
 
 
 def snapshot_public(package: types.ModuleType, names: Iterable[str]) -> None:
@@ -371,6 +384,9 @@ def _harness_problems() -> list[str]:
         current = vars(owner).get(attr)
         if current is not original:
             problems.append(f"{label} was replaced (it is now {describe(current)})")
+    for label, owner, attr in _harness_inherited:
+        if attr in vars(owner):
+            problems.append(f"{label} was replaced (it is now {describe(vars(owner)[attr])})")
     return problems
 
 

@@ -191,6 +191,12 @@ def test_replacing_a_harness_function_in_its_module_is_caught(monkeypatch):
     assert "autograder.harness.scheduler._nap was replaced" in result.message
 
 
+def test_replacing_a_method_a_harness_class_inherits_is_caught(monkeypatch):
+    assert "_pause" not in vars(scheduler.Run)  # defined by its base class, turns.Turns
+    monkeypatch.setattr(scheduler.Run, "_pause", lambda *args: None, raising=False)
+    assert "autograder.harness.scheduler.Run._pause was replaced" in "\n".join(tamper.problems())
+
+
 def test_making_every_result_ok_is_caught(monkeypatch):
     monkeypatch.setattr(Result, "ok", property(lambda self: True))
     result = explore(*correct("counter"), max_schedules=2)
