@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 
-from autograder.checks import warmup
 from autograder.checks.capstone.clients import (
     ClientRun,
     _close_quietly,
@@ -43,6 +42,7 @@ from autograder.checks.capstone.settings import (
     STALL_S,
     STUCK_S,
 )
+from autograder.checks.kit import describe_error
 from autograder.checks.plain import plain
 
 
@@ -77,7 +77,7 @@ def _answers_problems(run: ClientRun, expected: dict[tuple[int, int], np.ndarray
             key = (call.client, call.index)
             if key in bad:
                 if not isinstance(call.error, ValueError):
-                    got = (f"raised {warmup.describe(call.error)}" if call.error else
+                    got = (f"raised {describe_error(call.error)}" if call.error else
                            "returned an answer")
                     problems.append(f"client {call.client}'s malformed request (a row of "
                                     f"width {call.x.shape[-1]}, expected {FEATURES}) {got}; "
@@ -86,7 +86,7 @@ def _answers_problems(run: ClientRun, expected: dict[tuple[int, int], np.ndarray
                 if refused_ok and isinstance(call.error, RuntimeError):
                     continue
                 problems.append(f"client {call.client}'s request {call.index} raised "
-                                f"{warmup.describe(call.error)}; expected its answer")
+                                f"{describe_error(call.error)}; expected its answer")
             elif not same_answer(call.output, expected[key]):
                 problems.append(f"client {call.client}'s request {call.index} got "
                                 f"{np.round(np.asarray(call.output, dtype=float), 4)}, "
@@ -135,7 +135,7 @@ def accounting_problems(service_class: Callable[..., Any], *, seed: int = SEED) 
     try:
         service = service_class(model, rows[0][0].copy())
     except Exception as error:  # noqa: BLE001 - reported to the student
-        return [f"InferenceService(model, example) raised {warmup.describe(error)}"]
+        return [f"InferenceService(model, example) raised {describe_error(error)}"]
 
     # Phase 1: one client, one request at a time.
     run = run_clients(service, rows, deadline_s=STUCK_S)
@@ -193,7 +193,7 @@ def _close_problems(service_class: Callable[..., Any], seed: int,
     try:
         service = service_class(model, rows[0][0].copy())
     except Exception as error:  # noqa: BLE001 - reported to the student
-        return [f"InferenceService(model, example) raised {warmup.describe(error)} on a second "
+        return [f"InferenceService(model, example) raised {describe_error(error)} on a second "
                 "service"]
     expected = _expected(seed, rows)
     closing: dict[str, Any] = {}
@@ -222,7 +222,7 @@ def _close_problems(service_class: Callable[..., Any], seed: int,
                 "ends). Where the "
                 f"threads are:\n{describe_threads(stuck)}"]
     if closing["error"] is not None:
-        return [f"close() raised {warmup.describe(closing['error'])}"]
+        return [f"close() raised {describe_error(closing['error'])}"]
     if run.stuck:
         return [_stuck_message(run, "close() was called while clients were sending", before)]
     deadline = time.perf_counter() + JOIN_GRACE_S
@@ -257,7 +257,7 @@ def _close_problems(service_class: Callable[..., Any], seed: int,
     except RuntimeError:
         return []
     except Exception as error:  # noqa: BLE001 - reported to the student
-        return [f"predict() after close() raised {warmup.describe(error)}; expected "
+        return [f"predict() after close() raised {describe_error(error)}; expected "
                 "RuntimeError saying the service is closed"]
     return ["predict() after close() returned an answer; expected RuntimeError saying the "
             "service is closed"]

@@ -6,10 +6,8 @@ grader starts are told apart from the service's own by identity.
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
-import traceback
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -19,26 +17,7 @@ import numpy as np
 
 from autograder.checks.capstone.models import _answer
 from autograder.checks.capstone.settings import STALL_S, STUCK_S
-
-
-def _stack_lines(thread: threading.Thread, depth: int = 4) -> list[str]:
-    frame = sys._current_frames().get(thread.ident or -1)
-    if frame is None:
-        return []
-    frames = traceback.extract_stack(frame)[-depth:]
-    return [f"{f.name} ({f.filename.rsplit('/', 1)[-1]}:{f.lineno}) {(f.line or '').strip()}"
-            for f in frames]
-
-
-def describe_threads(threads: Sequence[threading.Thread]) -> str:
-    """Each thread's name and where it is now (its innermost frames), one block per thread."""
-    blocks = []
-    for thread in threads:
-        lines = _stack_lines(thread)
-        where = "\n".join(f"      {line}" for line in lines) or "      (no stack)"
-        blocks.append(f"  thread {thread.name!r}:\n{where}")
-    return "\n".join(blocks)
-
+from autograder.checks.kit import describe_threads, within
 
 #: The threads the grader started (clients, close() and smoke runners), by ``id``: a thread the
 #: service starts can take any name, so the grader's threads are told apart by identity.
@@ -78,18 +57,10 @@ def _start(body: Callable[[], Any], name: str) -> tuple[threading.Thread, list[B
     return thread, errors
 
 
-def _within(body: Callable[[], Any], seconds: float, name: str
-            ) -> tuple[bool, BaseException | None, threading.Thread]:
-    """Run ``body`` on a daemon thread; ``(finished, error, thread)`` after at most ``seconds``."""
-    thread, errors = _start(body, name)
-    thread.join(seconds)
-    return not thread.is_alive(), (errors[0] if errors else None), thread
-
-
 def _close_quietly(service: Any, seconds: float = 0.3) -> None:
     """Close a service after a check, without waiting long for a broken close()."""
     if service is not None and hasattr(service, "close"):
-        _within(service.close, seconds, "grader-close")
+        within(service.close, seconds, name="grader-close", track=_grader_thread)
 
 
 @dataclass

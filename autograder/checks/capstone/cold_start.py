@@ -18,6 +18,7 @@ from autograder.checks.capstone.models import (
     serving_model,
 )
 from autograder.checks.capstone.settings import CLIENTS, COLD_REQUESTS, COLD_TRIALS, SEED, TIMEOUT_S
+from autograder.checks.kit import describe_error
 from autograder.harness import Result, stress
 
 
@@ -61,7 +62,7 @@ def run_cold_start(service_class: Callable[..., Any], *, trials: int = COLD_TRIA
                 try:
                     trial.outputs[k][i] = _answer(trial.service.predict(x))
                 except Exception as error:
-                    trial.errors.append(warmup.describe(error))
+                    trial.errors.append(describe_error(error))
                     raise
         return worker
 

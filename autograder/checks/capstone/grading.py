@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from autograder.checks import warmup
 from autograder.checks.capstone.accounting import accounting_problems
-from autograder.checks.capstone.clients import _close_quietly, _within, describe_threads
+from autograder.checks.capstone.clients import _close_quietly, _grader_thread
 from autograder.checks.capstone.cold_start import ColdTrial, run_cold_start
 from autograder.checks.capstone.models import (
     _answer,
@@ -27,8 +26,7 @@ from autograder.checks.capstone.settings import (
 )
 from autograder.checks.capstone.throughput import measure_speedup
 from autograder.checks.capstone.updates import run_weight_updates
-from autograder.checks.report import call_text, require_ok
-from autograder.harness import Result
+from autograder.checks.kit import call_text, describe_error, describe_threads, require, within
 
 
 def _smoke(service_class: Callable[..., Any], exercise: str) -> None:
@@ -42,7 +40,8 @@ def _smoke(service_class: Callable[..., Any], exercise: str) -> None:
         holder["service"] = service = service_class(model, rows[0].copy())
         holder["output"] = _answer(service.predict(rows[1]))
 
-    finished, error, thread = _within(once, SMOKE_S, "grader-smoke")
+    outcome = within(once, SMOKE_S, name="grader-smoke", track=_grader_thread)
+    finished, error, thread = outcome.finished, outcome.error, outcome.thread
     if not finished:
         _close_quietly(holder.get("service"), 0.5)
         raise AssertionError(
@@ -53,7 +52,7 @@ def _smoke(service_class: Callable[..., Any], exercise: str) -> None:
         _close_quietly(holder.get("service"))
         raise AssertionError(
             f"{exercise}: used on one thread, InferenceService(model, example) and one "
-            f"predict(x) raised {warmup.describe(error)} (before any client threads were "
+            f"predict(x) raised {describe_error(error)} (before any client threads were "
             "started). Make it work on one thread first.")
     _close_quietly(holder.get("service"))
     if not same_answer(holder["output"], expected[1]):
@@ -62,30 +61,22 @@ def _smoke(service_class: Callable[..., Any], exercise: str) -> None:
             f"expected the model's output row for x, {np.round(expected[1], 4).tolist()}")
 
 
-def _require(result: Result, exercise: str, again: str, errors: Sequence[str] = ()) -> None:
-    """Pass, or fail with the harness's explanation, the errors the clients raised and the
-    call that gives the verdict again (``again``, see :func:`require_ok`)."""
-    listed = "\n".join(f"  {error}" for error in sorted(set(errors))[:5])
-    require_ok(result, exercise=exercise, show_figure=result.schedules_run > 0,
-               again=again if result.schedules_run else None,
-               details=f"What the clients raised:\n{listed}" if listed else None)
-
-
 def check_cold_start(service_class: Callable[..., Any], **kwargs: Any) -> None:
     """Grade part 1: a cold model served to 16 clients at once (see :func:`run_cold_start`)."""
     _smoke(service_class, "InferenceService")
     seen: list[ColdTrial] = []
     result = run_cold_start(service_class, record=seen, **kwargs)
-    _require(result, "InferenceService, cold start",
-             call_text("capstone.run_cold_start", "InferenceService", **kwargs),
-             seen[-1].errors if seen else ())
+    require(result, exercise="InferenceService, cold start",
+            again=call_text("capstone.run_cold_start", "InferenceService", **kwargs),
+            raised=seen[-1].errors if seen else (), by="the clients")
 
 
 def check_weight_updates(service_class: Callable[..., Any], **kwargs: Any) -> None:
     """Grade part 2: weights updated while serving (see :func:`run_weight_updates`)."""
     _smoke(service_class, "InferenceService")
-    _require(run_weight_updates(service_class, **kwargs), "InferenceService, weight updates",
-             call_text("capstone.run_weight_updates", "InferenceService", **kwargs))
+    require(run_weight_updates(service_class, **kwargs),
+            exercise="InferenceService, weight updates",
+            again=call_text("capstone.run_weight_updates", "InferenceService", **kwargs))
 
 
 def check_accounting(service_class: Callable[..., Any], *, seed: int = SEED) -> None:

@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 
-from autograder.checks import warmup
 from autograder.checks.cache import memo
 from autograder.checks.capstone.clients import (
     ClientRun,
@@ -34,7 +33,7 @@ from autograder.checks.capstone.settings import (
     THROUGHPUT_ROUNDS,
     TIMEOUT_S,
 )
-from autograder.checks.kit import keras_variable_bytes
+from autograder.checks.kit import describe_error, keras_variable_bytes
 
 
 @dataclass
@@ -139,7 +138,7 @@ def benchmark(service_class: Callable[..., Any], clients: int, *, requests: int,
         raise AssertionError(_stuck_message(run, f"{clients} clients sent requests"))
     failed = [c for c in run.done if c.error is not None]
     if failed:
-        raise AssertionError(f"a request raised {warmup.describe(failed[0].error)} while "
+        raise AssertionError(f"a request raised {describe_error(failed[0].error)} while "
                              f"{clients} clients were sending")
     if check_run is not None:
         check_run(run)

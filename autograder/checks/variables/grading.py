@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
+from autograder.checks.kit import call_text, require, smoke
 from autograder.checks.plain import plain_array
-from autograder.checks.report import call_text, require_ok
 from autograder.checks.variables.choice import _choice_problems, run_choice
 from autograder.checks.variables.counter import (
     _step_number,
@@ -22,31 +22,8 @@ from autograder.checks.variables.settings import (
     FIRST_VERSION,
     LAYERS,
     SEED,
+    TIMEOUT_S,
 )
-from autograder.harness import Result
-
-
-def _require(result: Result, *, exercise: str, hints: Mapping[str, str], run: str,
-             options: Mapping[str, Any]) -> None:
-    """:func:`require_ok`, with a hint in the exercise's terms for some verdicts and how to
-    see the run again (``variables.<run>(<exercise>, **options)``)."""
-    require_ok(result, exercise=exercise, hint=hints.get(result.verdict),
-               again=call_text(f"variables.{run}", exercise, **options))
-
-
-def _smoke(exercise: str, attempt: Callable[[], Any]) -> None:
-    """Run the answer once on this thread; an error here is reported before any thread runs."""
-    try:
-        attempt()
-    except AssertionError as failure:
-        raise AssertionError(f"{exercise}: used on one thread: {failure}") from None
-    except Exception as error:  # noqa: BLE001 - reported to the student, in their terms
-        lines = str(error).strip().splitlines()
-        first = f": {lines[0]}" if lines else ""
-        raise AssertionError(
-            f"{exercise}: used on one thread it raised {type(error).__name__}{first} (before "
-            "any threads were started). Make it work on one thread first.") from None
-
 
 _COUNTER_HINTS = {
     "race": "make the update one atomic operation on the variable, and make sure the number "
@@ -71,13 +48,16 @@ def check_step_counter(counter_class: Callable[[], Any], **kwargs: Any) -> None:
         first, second = _step_number(counter.step()), _step_number(counter.step())
         assert (first, second) == (1, 2), f"two calls to step() returned {first}, {second}, " \
             "expected 1, 2"
-    _smoke("StepCounter", once)
+    smoke("StepCounter", once, timeout_s=TIMEOUT_S)
     stress_kwargs = {k: v for k, v in kwargs.items() if k != "schedules"}
     explore_kwargs = {k: v for k, v in kwargs.items() if k != "trials"}
-    _require(run_step_counter_stress(counter_class, **stress_kwargs), exercise="StepCounter",
-             hints=_COUNTER_HINTS, run="run_step_counter_stress", options=stress_kwargs)
-    _require(run_step_counter_explore(counter_class, **explore_kwargs), exercise="StepCounter",
-             hints=_COUNTER_HINTS, run="run_step_counter_explore", options=explore_kwargs)
+    require(run_step_counter_stress(counter_class, **stress_kwargs), exercise="StepCounter",
+            hints=_COUNTER_HINTS,
+            again=call_text("variables.run_step_counter_stress", "StepCounter", **stress_kwargs))
+    require(run_step_counter_explore(counter_class, **explore_kwargs), exercise="StepCounter",
+            hints=_COUNTER_HINTS,
+            again=call_text("variables.run_step_counter_explore", "StepCounter",
+                            **explore_kwargs))
 
 
 _PUBLISHER_HINTS = {
@@ -112,16 +92,18 @@ def check_publisher(publisher_class: Callable[[Any], Any], **kwargs: Any) -> Non
             f"after publish(version {FIRST_VERSION + 1}), predict() served versions " \
             f"{after.tolist()}"
 
-    _smoke("WeightPublisher", once)
+    smoke("WeightPublisher", once, timeout_s=TIMEOUT_S)
     stress_kwargs = {k: v for k, v in kwargs.items() if k != "schedules"}
     explore_kwargs = {k: v for k, v in kwargs.items() if k not in ("trials", "updates",
                                                                     "readers")}
-    _require(run_publisher_stress(publisher_class, pool=pool, **stress_kwargs),
-             exercise="WeightPublisher", hints=_PUBLISHER_HINTS, run="run_publisher_stress",
-             options=stress_kwargs)
-    _require(run_publisher_explore(publisher_class, **explore_kwargs),
-             exercise="WeightPublisher", hints=_PUBLISHER_HINTS, run="run_publisher_explore",
-             options=explore_kwargs)
+    require(run_publisher_stress(publisher_class, pool=pool, **stress_kwargs),
+            exercise="WeightPublisher", hints=_PUBLISHER_HINTS,
+            again=call_text("variables.run_publisher_stress", "WeightPublisher",
+                            **stress_kwargs))
+    require(run_publisher_explore(publisher_class, **explore_kwargs),
+            exercise="WeightPublisher", hints=_PUBLISHER_HINTS,
+            again=call_text("variables.run_publisher_explore", "WeightPublisher",
+                            **explore_kwargs))
 
 
 def check_choice(choose: Callable[..., Any], *, seed: int = SEED) -> None:
