@@ -1,0 +1,71 @@
+"""The three graders hidden tests call: verdicts on the hidden implementations, in words."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from autograder.checks.stress_tests.gil_hidden import GIL_HIDDEN_CORRECT, GIL_HIDDEN_RACY
+from autograder.checks.stress_tests.ledgers import CORRECT, RACY
+from autograder.checks.stress_tests.running import explore_rows, grade_against, verdict_table
+from autograder.checks.stress_tests.servers import measure_problems
+from autograder.checks.stress_tests.settings import BUDGET_S
+
+
+def check_stress_test(test: Callable[[Callable[[], Any]], Any], **kwargs: Any) -> None:
+    """Grade ``stress_ledger``: it must fail every racy ledger and pass every correct one.
+
+    Engine: the student's own test, real threads, once per hidden ledger (7 racy, 5 correct,
+    in a seeded order), each within :data:`BUDGET_S`; every hidden ``totals()`` costs a TF
+    call (:func:`_costed_totals`), so the student's work is bounded by its counts.
+    """
+    rows = grade_against(test, **kwargs)
+    wrong = [row for row in rows if not row["right"]]
+    expected = len(kwargs.get("racy", RACY)) + len(kwargs.get("correct", CORRECT))
+    if not wrong and len(rows) == expected:
+        return
+    missed = sum(row["racy"] and row["verdict"] == "returned" for row in wrong)
+    false_alarms = sum(not row["racy"] and row["verdict"] == "raised" for row in wrong)
+    hung = sum(row["verdict"] == "hung" for row in rows)
+    summary = []
+    if missed:
+        summary.append(f"it passed {missed} racy ledger(s) it was expected to fail (a race it "
+                       "never provoked or never checked for)")
+    if false_alarms:
+        summary.append(f"it failed {false_alarms} correct ledger(s) it was expected to pass "
+                       "(an invariant that is not part of the contract, or a crash)")
+    if hung:
+        summary.append(f"it hung: a run took longer than {kwargs.get('budget_s', BUDGET_S):.0f} s "
+                       "(a barrier with the wrong number of parties, a join that never "
+                       "returns, or too much work)")
+    raise AssertionError(
+        "stress_ledger: expected to fail every racy ledger and pass every correct one, but "
+        + "; ".join(summary) + ".\nWhat your test did with each hidden ledger, in the order "
+        "they ran (grading stops at the first wrong verdict):\n" + verdict_table(rows))
+
+
+def check_measure(measure: Callable[..., Any]) -> None:
+    """Grade ``measure``: its numbers obey the physics of servers whose behaviour is known."""
+    problems = measure_problems(measure)
+    if problems:
+        raise AssertionError("measure: " + "; ".join(problems))
+
+
+def check_explore_ledger(explore_ledger: Callable[[Callable[[], Any]], Any], **kwargs: Any) -> None:
+    """Grade ``explore_ledger``: not ok on every GIL-hidden racy ledger, ok on every correct one.
+
+    Engine: the student's own ``explore`` call (its seed and ``max_schedules``; the harness
+    first runs every schedule with at most one preemption), once per hidden pure-Python
+    ledger (6 racy that fail differently, 3 correct), each within :data:`EXPLORE_BUDGET_S`.
+    """
+    rows = explore_rows(explore_ledger, **kwargs)
+    expected = (len(kwargs.get("racy", GIL_HIDDEN_RACY))
+                + len(kwargs.get("correct", GIL_HIDDEN_CORRECT)))
+    if all(row["right"] for row in rows) and len(rows) == expected:
+        return
+    table = verdict_table(rows).replace("your test failed it", "your Result was not ok") \
+        .replace("your test passed it", "your Result was ok")
+    raise AssertionError(
+        "explore_ledger: expected a Result that is not ok for every racy ledger and ok for "
+        "every correct one, but it got one wrong (grading stops at the first wrong verdict):\n"
+        + table)

@@ -1,0 +1,312 @@
+"""The hidden ledgers a student's stress test must fail or pass (exercise 1), and batches."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from autograder.checks.stress_tests.settings import FEATURES
+
+
+def batch(rows: int) -> np.ndarray:
+    """A float32 batch of ``rows`` requests (its contents do not matter to a ledger)."""
+    return np.ones((rows, FEATURES), "float32")
+
+
+def _rows_of(data: Any) -> int:
+    """Rows in a batch, asked of TensorFlow (the call releases the GIL, as real work does)."""
+    import tensorflow as tf
+
+    return int(tf.shape(data)[0])
+
+
+# Interface: ``record(batch)`` counts one request of ``len(batch)`` rows; ``totals()`` returns
+# ``(requests, rows)`` with every recorded request counted in both or in neither.
+
+
+class AssignLedger:
+    """Racy: ``v.assign(v + n)`` reads and writes in two ops; updates get lost."""
+
+    def __init__(self) -> None:
+        import tensorflow as tf
+
+        self.requests = tf.Variable(0, dtype=tf.int64)
+        self.rows = tf.Variable(0, dtype=tf.int64)
+
+    def record(self, data: Any) -> None:
+        self.requests.assign(self.requests + 1)
+        self.rows.assign(self.rows + _rows_of(data))
+
+    def totals(self) -> tuple[int, int]:
+        return int(self.requests.numpy()), int(self.rows.numpy())
+
+
+class UnlockedReaderLedger:
+    """Racy: the writer locks, ``totals`` does not; a snapshot lands mid-record."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.requests = 0
+        self.rows = 0
+
+    def record(self, data: Any) -> None:
+        with self.lock:
+            self.requests += 1
+            self.rows += _rows_of(data)
+
+    def totals(self) -> tuple[int, int]:
+        return self.requests, self.rows
+
+
+class LockPerCallLedger:
+    """Racy: a new lock in every call protects nothing; updates get lost."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.rows = 0
+
+    def record(self, data: Any) -> None:
+        with threading.Lock():
+            requests, rows = self.requests, self.rows
+            n = _rows_of(data)
+            self.requests, self.rows = requests + 1, rows + n
+
+    def totals(self) -> tuple[int, int]:
+        with threading.Lock():
+            return self.requests, self.rows
+
+
+class TwoLocksLedger:
+    """Racy: one lock per counter; no update is lost, but snapshots tear."""
+
+    def __init__(self) -> None:
+        self.requests_lock = threading.Lock()
+        self.rows_lock = threading.Lock()
+        self.requests = 0
+        self.rows = 0
+
+    def record(self, data: Any) -> None:
+        with self.requests_lock:
+            self.requests += 1
+        n = _rows_of(data)
+        with self.rows_lock:
+            self.rows += n
+
+    def totals(self) -> tuple[int, int]:
+        with self.requests_lock:
+            requests = self.requests
+        with self.rows_lock:
+            return requests, self.rows
+
+
+class HalfAtomicLedger:
+    """Racy: ``assign_add`` for requests, ``assign(v + n)`` outside the lock for rows."""
+
+    def __init__(self) -> None:
+        import tensorflow as tf
+
+        self.lock = threading.Lock()
+        self.requests = tf.Variable(0, dtype=tf.int64)
+        self.rows = tf.Variable(0, dtype=tf.int64)
+
+    def record(self, data: Any) -> None:
+        with self.lock:
+            self.requests.assign_add(1)
+        self.rows.assign(self.rows + _rows_of(data))
+
+    def totals(self) -> tuple[int, int]:
+        with self.lock:
+            return int(self.requests.numpy()), int(self.rows.numpy())
+
+
+class ReadOutsideLedger:
+    """Racy: reads ``rows`` before taking the lock, writes it under the lock."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.requests = 0
+        self.rows = 0
+
+    def record(self, data: Any) -> None:
+        total = self.rows + _rows_of(data)
+        with self.lock:
+            self.requests += 1
+            self.rows = total
+
+    def totals(self) -> tuple[int, int]:
+        with self.lock:
+            return self.requests, self.rows
+
+
+class SplitUpdateLedger:
+    """Racy, lost updates only: the pair is read under the lock, the rows are counted (a TF
+    call) outside it and the new pair is written under the lock again, so two writers that
+    read the same pair lose a record; a snapshot is one tuple and never tears."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.state = (0, 0)
+
+    def record(self, data: Any) -> None:
+        with self.lock:
+            requests, rows = self.state
+        n = _rows_of(data)
+        with self.lock:
+            self.state = (requests + 1, rows + n)
+
+    def totals(self) -> tuple[int, int]:
+        with self.lock:
+            return self.state
+
+
+class LockedLedger:
+    """Correct: one lock around both counters, in ``record`` and in ``totals``."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.requests = 0
+        self.rows = 0
+
+    def record(self, data: Any) -> None:
+        n = _rows_of(data)
+        with self.lock:
+            self.requests += 1
+            self.rows += n
+
+    def totals(self) -> tuple[int, int]:
+        with self.lock:
+            return self.requests, self.rows
+
+
+class VariableLedger:
+    """Correct: ``assign_add`` on two variables, both under one RLock (and read under it)."""
+
+    def __init__(self) -> None:
+        import tensorflow as tf
+
+        self.lock = threading.RLock()
+        self.requests = tf.Variable(0, dtype=tf.int64)
+        self.rows = tf.Variable(0, dtype=tf.int64)
+
+    def record(self, data: Any) -> None:
+        with self.lock:
+            self.requests.assign_add(1)
+            self.rows.assign_add(_rows_of(data))
+
+    def totals(self) -> tuple[int, int]:
+        with self.lock:
+            return int(self.requests.numpy()), int(self.rows.numpy())
+
+
+class QueueLedger:
+    """Correct: ``record`` only puts on a queue; ``totals`` drains it under a lock."""
+
+    def __init__(self) -> None:
+        self.inbox: queue.SimpleQueue[int] = queue.SimpleQueue()
+        self.lock = threading.Lock()
+        self.requests = 0
+        self.rows = 0
+
+    def record(self, data: Any) -> None:
+        self.inbox.put(_rows_of(data))
+
+    def totals(self) -> tuple[int, int]:
+        with self.lock:
+            while True:
+                try:
+                    n = self.inbox.get_nowait()
+                except queue.Empty:
+                    return self.requests, self.rows
+                self.requests += 1
+                self.rows += n
+
+
+class TupleLedger:
+    """Correct: one immutable tuple replaced under a lock; a reader takes it in one load."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.state = (0, 0)
+
+    def record(self, data: Any) -> None:
+        n = _rows_of(data)
+        with self.lock:
+            requests, rows = self.state
+            self.state = (requests + 1, rows + n)
+
+    def totals(self) -> tuple[int, int]:
+        return self.state
+
+
+class ShardedLedger:
+    """Correct: one shard per thread (only its thread writes it), summed from one read each."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.shards: list[list[tuple[int, int]]] = []
+        self.local = threading.local()
+
+    def record(self, data: Any) -> None:
+        n = _rows_of(data)
+        cell = getattr(self.local, "cell", None)
+        if cell is None:
+            cell = self.local.cell = [(0, 0)]
+            with self.lock:
+                self.shards.append(cell)
+        requests, rows = cell[0]
+        cell[0] = (requests + 1, rows + n)
+
+    def totals(self) -> tuple[int, int]:
+        with self.lock:
+            states = [cell[0] for cell in self.shards]
+        return sum(s[0] for s in states), sum(s[1] for s in states)
+
+
+#: Racy ledgers that fail in different ways (issue #18, class 7): torn snapshots without lost
+#: updates (``UnlockedReaderLedger``, ``TwoLocksLedger``), lost updates without torn snapshots
+#: (``SplitUpdateLedger``), and both. No deadlocking ledger here: real threads would hang the
+#: student's test for the whole budget; the explore exercise has one.
+RACY: tuple[type, ...] = (AssignLedger, UnlockedReaderLedger, LockPerCallLedger, TwoLocksLedger,
+                          HalfAtomicLedger, ReadOutsideLedger, SplitUpdateLedger)
+CORRECT: tuple[type, ...] = (LockedLedger, VariableLedger, QueueLedger, TupleLedger, ShardedLedger)
+
+_READ_PROBE = batch(1)
+
+
+def _costed_totals(self: Any) -> tuple[int, int]:
+    """``totals()`` of a hidden stress ledger: the read, then one GIL-releasing TF call.
+
+    A real ledger's read costs a TensorFlow call (reading a ``tf.Variable`` does), and here
+    every read does: the call hands the interpreter to a waiting writer, so a reader that loops
+    until the writers are done makes about as many reads as the writers make records, on any
+    machine and under any load. Without it a pure-Python read is ~0.3 us and a reader loop
+    bounded by time (``while not done``) that keeps each torn snapshot grew a grading kernel to
+    3 GB on a fast, idle machine (issue #18, class 8): the work is bounded by count, not time.
+    The read comes first, so a reader's first snapshot is taken as early as it ever was.
+    """
+    snapshot = type(self).__mro__[1].totals(self)
+    _rows_of(_READ_PROBE)
+    return snapshot
+
+
+def _anonymous(cls: type, *, costed: bool = False) -> Callable[[], Any]:
+    """A factory whose objects' class is called ``Ledger`` whatever the implementation.
+
+    Args:
+        cls: The hidden implementation.
+        costed: Give ``totals()`` a TF call's cost first (:func:`_costed_totals`).
+    """
+    members: dict[str, Any] = {"__doc__": "A ledger (record, totals)."}
+    if costed:
+        members["totals"] = _costed_totals
+    hidden = type("Ledger", (cls,), members)
+    hidden.__qualname__ = "Ledger"
+
+    def make_ledger() -> Any:
+        return hidden()
+
+    return make_ledger

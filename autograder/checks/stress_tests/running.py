@@ -1,0 +1,119 @@
+"""A student's code run with a deadline, once per hidden implementation: the rows graded."""
+
+from __future__ import annotations
+
+import random
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from autograder.checks.plain import exception_line, plain
+from autograder.checks.stress_tests.gil_hidden import GIL_HIDDEN_CORRECT, GIL_HIDDEN_RACY
+from autograder.checks.stress_tests.ledgers import CORRECT, RACY, _anonymous, _rows_of, batch
+from autograder.checks.stress_tests.settings import BUDGET_S, EXPLORE_BUDGET_S, SEED
+
+
+def run_bounded(function: Callable[[], Any], budget_s: float) -> tuple[str, str, float]:
+    """Run ``function()`` on a daemon thread with a deadline.
+
+    Returns ``(verdict, detail, seconds)``: ``"returned"``, ``"raised"`` (detail names the
+    exception) or ``"hung"`` (still running after ``budget_s``; the thread is abandoned).
+    ``sys.setswitchinterval`` is restored afterwards, whatever the function set.
+    """
+    interval = sys.getswitchinterval()
+    outcome: list[tuple[str, str]] = []
+
+    def body() -> None:
+        try:
+            function()
+        except BaseException as error:  # noqa: BLE001 - any exception is the test's verdict
+            outcome.append(("raised", exception_line(error)))
+        else:
+            outcome.append(("returned", ""))
+
+    start = time.perf_counter()
+    thread = threading.Thread(target=body, name="student-test", daemon=True)
+    thread.start()
+    thread.join(budget_s)
+    seconds = time.perf_counter() - start
+    sys.setswitchinterval(interval)
+    if thread.is_alive() or not outcome:
+        return "hung", f"still running after {budget_s:.0f} s", seconds
+    verdict, detail = outcome[0]
+    return verdict, detail, seconds
+
+
+def grade_against(test: Callable[[Callable[[], Any]], Any], *, racy: Sequence[type] = RACY,
+                  correct: Sequence[type] = CORRECT, budget_s: float = BUDGET_S,
+                  seed: int = SEED) -> list[dict[str, Any]]:
+    """Run ``test(make_ledger)`` once per hidden implementation, in a seeded order.
+
+    Returns one row per implementation: ``racy`` (bool), ``verdict``, ``detail``, ``seconds``
+    and ``right`` (the test raised for a racy one, or returned for a correct one). Warms the
+    TensorFlow path first so the first run does not pay TensorFlow's start-up.
+    """
+    _rows_of(batch(1))
+    plan = [(cls, True) for cls in racy] + [(cls, False) for cls in correct]
+    random.Random(seed).shuffle(plan)
+    rows = []
+    for number, (cls, is_racy) in enumerate(plan, 1):
+        make_ledger = _anonymous(cls, costed=True)
+        verdict, detail, seconds = run_bounded(lambda m=make_ledger: test(m), budget_s)
+        right = verdict == "raised" if is_racy else verdict == "returned"
+        rows.append({"number": number, "racy": is_racy, "verdict": verdict, "detail": detail,
+                     "seconds": seconds, "right": right, "name": cls.__name__})
+        if not right:
+            break  # one wrong verdict decides the grade; a hung test also keeps a thread busy
+    return rows
+
+
+def verdict_table(rows: Sequence[dict[str, Any]]) -> str:
+    """The grading runs as text, one line per hidden implementation (names withheld)."""
+    lines = []
+    for row in rows:
+        kind = "racy   " if row["racy"] else "correct"
+        said = {"raised": "your test failed it", "returned": "your test passed it",
+                "hung": "your test hung"}[row["verdict"]]
+        mark = "ok " if row["right"] else "BAD"
+        extra = f" ({row['detail']})" if row["detail"] else ""
+        lines.append(f"  {mark} ledger {row['number']:2d}, {kind}: {said} "
+                     f"in {row['seconds']:.2f} s{extra}")
+    return "\n".join(lines)
+
+
+def explore_rows(explore_ledger: Callable[[Callable[[], Any]], Any], *,
+                 racy: Sequence[type] = GIL_HIDDEN_RACY,
+                 correct: Sequence[type] = GIL_HIDDEN_CORRECT,
+                 budget_s: float = EXPLORE_BUDGET_S) -> list[dict[str, Any]]:
+    """Run ``explore_ledger(make_ledger)`` per hidden pure-Python ledger; one row each."""
+    from autograder.harness import Result
+
+    plan = [(cls, True) for cls in racy] + [(cls, False) for cls in correct]
+    random.Random(SEED).shuffle(plan)
+    rows = []
+    for number, (cls, is_racy) in enumerate(plan, 1):
+        got: list[Any] = []
+        make_ledger = _anonymous(cls)
+        verdict, detail, seconds = run_bounded(
+            lambda m=make_ledger, g=got: g.append(explore_ledger(m)), budget_s)
+        if verdict == "returned":
+            result = got[0]
+            # Exactly a Result (a subclass or a faked __class__ would decide its own ``ok``),
+            # read as plain data: ``ok`` is the harness's own (a hand-made Result is never ok).
+            if type(result) is not Result:
+                kind = plain(type(result).__name__, "explore_ledger: its result's type", str)
+                verdict, detail = "raised", f"returned {kind}, not a Result"
+            else:
+                ok = plain(result.ok, "explore_ledger: Result.ok", bool)
+                said = plain(result.verdict, "explore_ledger: Result.verdict", str)
+                runs = plain(result.schedules_run, "explore_ledger: Result.schedules_run", int)
+                verdict = "raised" if not ok else "returned"
+                detail = f"verdict {said!r} after {runs} schedules"
+        right = verdict == "raised" if is_racy else verdict == "returned"
+        rows.append({"number": number, "racy": is_racy, "verdict": verdict, "detail": detail,
+                     "seconds": seconds, "right": right, "name": cls.__name__})
+        if not right:
+            break  # one wrong verdict decides the grade
+    return rows
