@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from autograder.checks import process_workers
+from autograder.checks.kit import describe_error
 from autograder.checks.plain import plain
 from autograder.checks.processes.choice import DesignRun, choice_cases, reference_choice
 from autograder.checks.processes.ledger import run_ledger_once
@@ -125,7 +126,7 @@ def check_choose(choose: Callable[[DesignRun, DesignRun, float], Any]) -> None:
         try:
             got = choose(threads, processes, budget)
         except Exception as error:  # noqa: BLE001 - reported to the student
-            raise AssertionError(f"{exercise}: raised {type(error).__name__}: {error} on "
+            raise AssertionError(f"{exercise}: raised {describe_error(error)} on "
                                  f"measurements where {what}") from None
         got = plain(got, f"{exercise}:")
         if got != want:

@@ -6,7 +6,6 @@ import contextlib
 import functools
 import os
 import shutil
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -15,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from autograder.checks import process_workers
-from autograder.checks.kit import bounded
+from autograder.checks.kit import bounded, run_together
 from autograder.checks.plain import NotPlainData, plain_array
 from autograder.checks.processes.model import _graded_requests, embedding_weights
 from autograder.checks.processes.resources import (
@@ -127,10 +126,8 @@ def _load(exercise: str, pool: Any, seen: PoolRun) -> None:
     tokens, expected = _graded_requests()
     outputs: list[Any] = [None] * len(tokens)
     not_plain: list[str] = []
-    barrier = threading.Barrier(POOL_THREADS)
 
     def client(k: int) -> None:
-        barrier.wait()
         for index in range(k, len(tokens), POOL_THREADS):
             output = pool.predict(tokens[index])
             try:  # plain numbers, copied as they come back: nothing of the pool's runs later
@@ -141,12 +138,7 @@ def _load(exercise: str, pool: Any, seen: PoolRun) -> None:
                 return
 
     def load() -> None:
-        threads = [threading.Thread(target=client, args=(k,), daemon=True)
-                   for k in range(POOL_THREADS)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        run_together([functools.partial(client, k) for k in range(POOL_THREADS)])
 
     bounded(exercise, f"predict() from {POOL_THREADS} threads at once", load, LOAD_S)
     if not_plain:
