@@ -73,7 +73,7 @@ from autograder.checks.warmup.settings import (
     TRIALS_SHARED_PREDICTOR,
 )
 from autograder.checks.warmup.traces import TraceLog, first_call_traces
-from autograder.checks.warmup.trial import Call, Trial, describe
+from autograder.checks.warmup.trial import Call, Trial
 
 __all__ = [
     # settings
@@ -84,8 +84,8 @@ __all__ = [
     # the seeded models, their batches and the calls that serve them
     "BuildDelayDense", "TinyNet", "batches", "built_sequential", "call_model",
     "make_predict_function_only", "predict", "predict_on_batch", "tiny_sequential",
-    # traces and one trial (describe is lesson 07's too, until the kit's describe_error)
-    "TraceLog", "first_call_traces", "Call", "Trial", "describe",
+    # traces and one trial
+    "TraceLog", "first_call_traces", "Call", "Trial",
     # the notebook's demonstrations
     "Crashed", "RaceStats", "TrialOutcome", "race_trials",
     # the four exercises

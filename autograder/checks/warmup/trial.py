@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -11,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from autograder.checks.kit import describe_error
 from autograder.checks.plain import NotPlainData, plain_array
 from autograder.checks.warmup.settings import EXPECTED_WEIGHTS
 from autograder.checks.warmup.traces import TraceLog
@@ -81,7 +81,8 @@ class Trial:
         try:
             value = fn()
         except Exception as exc:
-            self.calls.append(Call(index, start, time.perf_counter() - self.t0, describe(exc)))
+            self.calls.append(Call(index, start, time.perf_counter() - self.t0,
+                                   describe_error(exc)))
             raise
         self.calls.append(Call(index, start, time.perf_counter() - self.t0))
         return value
@@ -97,22 +98,6 @@ class Trial:
         if not self.calls:
             return 0.0
         return 1e3 * (max(c.end for c in self.calls) - min(c.start for c in self.calls))
-
-
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-_NOISE = ("Graph execution error", "Detected at node", "File ", "Exception encountered when",
-          "Arguments received", "[[", "•")
-
-
-def describe(exc: BaseException) -> str:
-    """``"TypeName: the informative line"`` of an exception raised inside Keras or TF."""
-    lines = [line.strip() for line in _ANSI.sub("", str(exc)).splitlines() if line.strip()]
-    informative = [line for line in lines if not line.startswith(_NOISE)]
-    if lines and lines[0].startswith("Graph execution error") and informative:
-        text = informative[-1]
-    else:
-        text = informative[0] if informative else (lines[0] if lines else "")
-    return f"{type(exc).__name__}: {text[:150]}"
 
 
 def _trial_plan(seed: int, index: int) -> tuple[int, int, int]:
@@ -154,5 +139,5 @@ def _fail(problems: list[str]) -> None:
 
 def _answer_failed(what: str, exc: BaseException) -> Result:
     """A failing result for an answer that is wrong before any thread runs (never ok)."""
-    return Result("error", message=f"{what} raised {describe(exc)} when run on one thread, "
+    return Result("error", message=f"{what} raised {describe_error(exc)} when run on one thread, "
                                    "before any threads were started.")
