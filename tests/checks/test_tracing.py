@@ -26,6 +26,7 @@ import threading
 import time
 
 from autograder.checks import tracing
+from autograder.checks.tracing.logs import _lockset_edge_logs
 from tests.checks import answers_tracing as answers
 from tests.checks.grading_runs import (
     Exercise,
@@ -74,7 +75,7 @@ def test_lockset_check_flags_racy_logs_and_never_needs_accesses_that_overlap() -
     clean = [tracing.hidden_log(tracing.SEED * 100 + k, racy=False) for k in range(1, 40, 2)]
     assert sum(bool(tracing.reference_lockset_races(log)) for log in racy) >= 15
     assert not any(tracing.reference_lockset_races(log) for log in clean)
-    small = [log for _, log in tracing._lockset_edge_logs()]
+    small = [log for _, log in _lockset_edge_logs()]
     assert not any(tracing.reference_find_conflicts(log) for log in small)
     assert [sorted(tracing.reference_lockset_races(log)) for log in small] == [
         [], [], ["best"], ["best"], ["best"], ["step"]]

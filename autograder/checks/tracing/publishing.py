@@ -1,0 +1,100 @@
+"""Exercise 5's run: three trainers call ``publish_locked`` under the controlled scheduler."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from autograder.checks.plain import plain
+from autograder.checks.tracing.references import reference_find_conflicts, reference_log_access
+from autograder.checks.tracing.settings import PUBLISH_SCORES, SAMPLES, SCHEDULES, SEED
+from autograder.harness.tamper import opaque
+
+
+class OwnedLock:
+    """A ``threading.Lock`` that also knows which thread holds it (for the ``save`` check)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.owner: int | None = None
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        got = self._lock.acquire(blocking, timeout)
+        if got:
+            self.owner = threading.get_ident()
+        return got
+
+    def release(self) -> None:
+        self.owner = None
+        self._lock.release()
+
+    def locked(self) -> bool:
+        return self._lock.locked()
+
+    def held_by_me(self) -> bool:
+        return self.owner == threading.get_ident()
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
+
+
+
+def run_publish_locked(publish_locked: Callable[..., Any], *, seed: int = SEED,
+                       schedules: int = SCHEDULES) -> Any:
+    """Three trainers publish under the controlled scheduler; see :func:`check_publish_locked`."""
+    import functools
+
+    from autograder.harness import explore
+
+    def setup() -> dict[str, Any]:
+        return {"best": {"score": float("-inf"), "by": None}, "lock": OwnedLock(),
+                "log": [], "saves": []}
+
+    def make_worker(name: str) -> Callable[[dict[str, Any]], None]:
+        def worker(state: dict[str, Any]) -> None:
+            def save(who: str) -> None:
+                state["saves"].append((who, state["lock"].held_by_me()))
+
+            # Opaque: the answer cannot reach the log or the saves through them.
+            publish_locked(state["best"], state["lock"], name, PUBLISH_SCORES[name],
+                           opaque(functools.partial(reference_log_access, state["log"])),
+                           opaque(save))
+
+        worker.__name__ = f"publish_{name.replace('-', '_')}"
+        return worker
+
+    def check(state: dict[str, Any]) -> None:
+        # What publish_locked wrote, logged (op, resource, lock) and saved, as plain data.
+        best = plain(state["best"], "reading the record publish_locked updated")
+        log = plain(state["log"], "reading the accesses publish_locked logged")
+        saves = plain(state["saves"], "reading the names publish_locked saved")
+        top = max(PUBLISH_SCORES, key=PUBLISH_SCORES.get)
+        assert best.get("by") == top and best.get("score") == PUBLISH_SCORES[top], (
+            f"expected the record to hold {top}'s {PUBLISH_SCORES[top]}, got {best}: an update "
+            "was lost (read, compare and write must happen under the lock together)")
+        ops = sorted({(r["thread"], r["op"]) for r in log})
+        assert sum(op == "read" for _, op in ops) == len(PUBLISH_SCORES), (
+            f"expected every trainer's read of the record to be logged through access, "
+            f"got {ops}")
+        unnamed = [r for r in log if r.get("lock") != "best_lock"]
+        assert not unnamed, (
+            f"expected every access to be logged with lock='best_lock' (the lock it holds), "
+            f"got a {unnamed[0]['op']} logged with lock={unnamed[0].get('lock')!r}")
+        conflicts = reference_find_conflicts(log)
+        assert not conflicts, (
+            f"expected no conflicting accesses in the log, got {len(conflicts)}")
+        locked_saves = [who for who, held in saves if held]
+        assert not locked_saves, (
+            f"expected save() to run with the lock released (the checkpoint write is slow I/O), "
+            f"but {locked_saves[0]} saved while holding it")
+        assert any(who == top for who, _ in saves), (
+            f"expected {top}, whose score beat the record, to save its checkpoint; saves: "
+            f"{[who for who, _ in saves]}")
+
+    workers = [make_worker(name) for name in PUBLISH_SCORES]
+    return explore(setup, workers, check, seed=seed, max_schedules=schedules, timeout_s=60.0,
+                   samples=SAMPLES)

@@ -1,0 +1,80 @@
+"""Exercise 1's run: ``log_access`` called from three real threads under stress."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from autograder.checks.plain import plain
+from autograder.checks.tracing.settings import SEED, STRESS_TRIALS
+from autograder.harness import stress
+
+
+def run_log_access(log_access: Callable[..., Any], *, trials: int = STRESS_TRIALS,
+                   seed: int = SEED) -> Any:
+    """Three real threads call ``log_access`` twice each (a read and a write that raises).
+
+    ``fn`` sleeps (releasing the GIL) so the accesses overlap; it notes its own thread name and
+    a ``perf_counter_ns`` taken inside the call, which every record must match and bracket.
+    """
+
+    def setup() -> dict[str, Any]:
+        return {"log": [], "inside": {}, "returned": {}, "raised": {}}
+
+    def make_worker(k: int) -> Callable[[dict[str, Any]], None]:
+        def worker(state: dict[str, Any]) -> None:
+            def read() -> int:
+                time.sleep(0.006)
+                state["inside"][("read", k)] = (threading.current_thread().name,
+                                                time.perf_counter_ns())
+                time.sleep(0.006)
+                return 100 + k
+
+            def write() -> None:
+                time.sleep(0.002)
+                state["inside"][("write", k)] = (threading.current_thread().name,
+                                                 time.perf_counter_ns())
+                raise OSError(f"disk full for worker {k}")
+
+            state["returned"][k] = log_access(state["log"], "read", f"res{k % 2}", read)
+            try:
+                log_access(state["log"], "write", f"res{k % 2}", write, lock=None)
+            except OSError as error:
+                state["raised"][k] = str(error)
+
+        worker.__name__ = f"worker_{k}"
+        return worker
+
+    def check(state: dict[str, Any]) -> None:
+        # What log_access returned and appended, as plain data (its own == never decides).
+        log = plain(state["log"], "reading the records log_access appended")
+        for k in range(3):
+            returned = plain(state["returned"].get(k), f"log_access(log, 'read', 'res{k % 2}', fn)")
+            assert returned == 100 + k, (
+                f"expected log_access to return fn's value {100 + k}, got {returned!r}")
+            assert k in state["raised"], (
+                "expected the OSError raised by fn to reach the caller of log_access, "
+                "but it was swallowed")
+        assert isinstance(log, list) and len(log) == 6, (
+            f"expected 6 records (3 threads x a read and a failing write), got "
+            f"{len(log) if isinstance(log, list) else type(log).__name__}: the write whose fn "
+            "raised must be logged too (use try/finally)")
+        names = sorted({str(r.get("thread")) for r in log if isinstance(r, dict)})
+        for (op, k), (name, inside_ns) in state["inside"].items():
+            matches = [r for r in log if isinstance(r, dict) and r.get("op") == op
+                       and r.get("resource") == f"res{k % 2}" and r.get("thread") == name]
+            assert matches, (
+                f"expected a record with thread {name!r}, op {op!r}, resource 'res{k % 2}' "
+                f"(the thread that ran fn), got threads {names}")
+            ok = [r for r in matches if isinstance(r.get("start"), int) and isinstance(
+                r.get("end"), int) and r["start"] <= inside_ns <= r["end"]]
+            assert ok, (
+                f"expected start <= {inside_ns} <= end (time.perf_counter_ns() inside fn) for "
+                f"{name}'s {op}, got start={matches[0].get('start')!r}, "
+                f"end={matches[0].get('end')!r}: take perf_counter_ns before and after the call")
+            assert all(r.get("lock") is None for r in ok), "expected lock None when none is held"
+
+    workers = [make_worker(k) for k in range(3)]
+    return stress(setup, workers, check, trials=trials, seed=seed)

@@ -1,0 +1,17 @@
+"""Lesson 06's settings: seeds, trials, the hidden logs' count and the publish run's bounds."""
+
+from __future__ import annotations
+
+SEED = 6
+#: Real-thread trials for :func:`check_log_access` (each worker sleeps about 12 ms per trial).
+STRESS_TRIALS = 6
+#: Hidden logs per analysis check: half from racy runs, half from clean (locked) ones.
+HIDDEN_LOGS = 40
+
+#: Schedules per run of :func:`check_publish_locked` (controlled scheduler, fixed seed). Search
+#: bound: every schedule with at most one preemption or other departure from round-robin order
+#: (142 for the solution), in an order no seed changes, then SAMPLES seeded samples; SCHEDULES
+#: only caps an unusually long answer (past it the verdict is a fixed, seed-free sample).
+SCHEDULES = 1000
+SAMPLES = 30
+PUBLISH_SCORES = {"trainer-0": 0.71, "trainer-1": 0.93, "trainer-2": 0.85}
