@@ -23,14 +23,12 @@ class DesignRun:
     memory_mb: float
 
 
-
 def reference_choice(threads: DesignRun, processes: DesignRun, memory_budget_mb: float) -> str:
     """The lesson's rule (what ``choose`` must return)."""
     if processes.memory_mb > memory_budget_mb:
         return "threads"
     ratios = [p / t for p, t in zip(processes.per_second, threads.per_second, strict=True)]
     return "processes" if statistics.median(ratios) >= MARGIN else "threads"
-
 
 
 def choice_cases(seed: int = 8) -> list[tuple[str, DesignRun, DesignRun, float]]:

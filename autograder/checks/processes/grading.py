@@ -74,7 +74,6 @@ def check_pool(pool_class: Callable[..., Any]) -> None:
             "join every worker, then close and unlink the shared block")
 
 
-
 def _short(values: Any) -> str:
     try:
         return "(" + ", ".join(f"{float(v):.3f}" for v in values) + ")"

@@ -32,7 +32,6 @@ class Server:
     pid: int
 
 
-
 def start_servers(count: int, kind: str, *, segment: Any = None, timeout_s: float = 180.0
                   ) -> list[Server]:
     """Start ``count`` worker processes with ``spawn`` and wait until each has its model.
@@ -65,7 +64,6 @@ def start_servers(count: int, kind: str, *, segment: Any = None, timeout_s: floa
     return servers
 
 
-
 def stop_servers(servers: Sequence[Server]) -> None:
     """Ask every server to stop, join it (bounded), kill it if it does not."""
     for server in servers:
@@ -77,7 +75,6 @@ def stop_servers(servers: Sequence[Server]) -> None:
             server.process.kill()
             server.process.join(5)
         server.conn.close()
-
 
 
 def pack(weights: Sequence[np.ndarray]) -> Any:
@@ -94,7 +91,6 @@ def pack(weights: Sequence[np.ndarray]) -> Any:
     return block
 
 
-
 def _ask(servers: Sequence[Server], commands: Sequence[tuple]) -> list[tuple[float, float]]:
     for server, command in zip(servers, commands, strict=True):
         server.conn.send(command)
@@ -107,14 +103,12 @@ def _ask(servers: Sequence[Server], commands: Sequence[tuple]) -> list[tuple[flo
     return seconds
 
 
-
 @dataclass(frozen=True)
 class Served:
     """One measured run: requests per second, and CPU seconds used per wall second (cores)."""
 
     per_second: float
     cores: float
-
 
 
 def serve(servers: Sequence[Server], workload: str, request_ids: Sequence[int], *,
@@ -127,18 +121,15 @@ def serve(servers: Sequence[Server], workload: str, request_ids: Sequence[int], 
     return Served(len(request_ids) / wall, sum(cpu for _, cpu in replies) / wall)
 
 
-
 def serve_rate(servers: Sequence[Server], workload: str, request_ids: Sequence[int], *,
                threads: int = 1) -> float:
     """Requests per second of ``servers`` sharing ``request_ids`` (each with ``threads``)."""
     return serve(servers, workload, request_ids, threads=threads).per_second
 
 
-
 def rebuild_seconds(server: Server, workload: str, request_ids: Sequence[int]) -> float:
     """Seconds ``server`` takes when it builds the model anew for every request."""
     return _ask([server], [("rebuild", workload, list(request_ids))])[0][0]
-
 
 
 @dataclass
@@ -160,18 +151,15 @@ class Memory:
         return self.uss_mb + self.shared_mb
 
 
-
 def memory_of(label: str, pids: Sequence[int], shared_bytes: int = 0) -> Memory:
     """:class:`Memory` of the processes ``pids`` and ``shared_bytes`` of shared blocks."""
     return Memory(label, len(pids), sum(uss_mb(p) for p in pids), shared_bytes / MB,
                   sum(rss_mb(p) for p in pids))
 
 
-
 def paired_median(top: Sequence[float], bottom: Sequence[float]) -> float:
     """Median over rounds of ``top[i] / bottom[i]``."""
     return statistics.median(t / b for t, b in zip(top, bottom, strict=True))
-
 
 
 def plot_memory(rows: Sequence[Memory]) -> Any:
@@ -207,7 +195,6 @@ def tally_race(lock: str, *, trials: int, workers: int = LEDGER_WORKERS,
         trials: Runs.
     """
     return [_tally_once(lock, workers, updates) for _ in range(trials)]
-
 
 
 def _tally_once(lock: str, workers: int, updates: int) -> int:
@@ -283,7 +270,6 @@ for method, child in children:
 print("REPORT " + json.dumps(report), flush=True)
 os._exit(0)
 """
-
 
 
 def fork_after_tf(*, forks: int = 3, fork_wait_s: float = 5.0, spawn_wait_s: float = 90.0,

@@ -32,7 +32,6 @@ class LedgerRun:
     leftovers: Leftovers = field(default_factory=Leftovers)
 
 
-
 def run_ledger_once(run_ledger: Callable[[int, int], Any], *, workers: int = LEDGER_WORKERS,
                     updates: int = LEDGER_UPDATES, exercise: str = "run_ledger") -> LedgerRun:
     """Call ``run_ledger(workers, updates)`` (bounded) and clean up whatever it left."""
@@ -55,7 +54,6 @@ def run_ledger_once(run_ledger: Callable[[int, int], Any], *, workers: int = LED
         seen.leftovers = before.since()
         clean_up(seen.leftovers)
     return seen
-
 
 
 class _ChildWatcher:

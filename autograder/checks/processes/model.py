@@ -25,13 +25,11 @@ def embedding_weights(seed: int = 0) -> tuple[np.ndarray, ...]:
     return tuple(rng.standard_normal(shape, dtype=np.float32) for shape in EMBEDDING_SHAPES)
 
 
-
 def request_tokens(count: int, seed: int = 0) -> list[tuple[int, ...]]:
     """``count`` requests of :data:`TOKENS_PER_REQUEST` token ids each, drawn from ``seed``."""
     rng = random.Random(seed)
     return [tuple(rng.randrange(VOCABULARY) for _ in range(TOKENS_PER_REQUEST))
             for _ in range(count)]
-
 
 
 def reference_output(tokens: Sequence[int], weights: Sequence[np.ndarray] | None = None
@@ -40,7 +38,6 @@ def reference_output(tokens: Sequence[int], weights: Sequence[np.ndarray] | None
     arrays = weights if weights is not None else embedding_weights()
     views = [memoryview(np.ascontiguousarray(a)).cast("B").cast("f") for a in arrays]
     return process_workers.embedding_predict(views, EMBEDDING_SHAPES, tokens)
-
 
 
 @cache

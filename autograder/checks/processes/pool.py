@@ -53,7 +53,6 @@ class PoolRun:
     leftovers: Leftovers = field(default_factory=Leftovers)
 
 
-
 def run_pool(pool_class: Callable[..., Any], *, workers: int = POOL_WORKERS,
              exercise: str = "SharedWeightsPool") -> PoolRun:
     """Start a pool with the grader's out-of-order workers, load it from threads, close it.
@@ -85,7 +84,6 @@ def run_pool(pool_class: Callable[..., Any], *, workers: int = POOL_WORKERS,
         clean_up(before.since())
         shutil.rmtree(marks, ignore_errors=True)
     return seen
-
 
 
 def _count_not_spawned(pids: Sequence[int]) -> int:
@@ -121,7 +119,6 @@ def _count_not_spawned(pids: Sequence[int]) -> int:
     return len(other) + len(looks_forked)
 
 
-
 def _load(exercise: str, pool: Any, seen: PoolRun) -> None:
     tokens, expected = _graded_requests()
     outputs: list[Any] = [None] * len(tokens)
@@ -149,7 +146,6 @@ def _load(exercise: str, pool: Any, seen: PoolRun) -> None:
         seen.answered += 1
         if not _same(got, want):
             seen.wrong.append((index, got, want))
-
 
 
 def _same(got: Any, want: tuple[float, ...]) -> bool:

@@ -18,13 +18,11 @@ def spawn_context() -> Any:
     return multiprocessing.get_context("spawn")
 
 
-
 def _is_tracker(proc: Any) -> bool:
     try:
         return "resource_tracker" in " ".join(proc.cmdline())
     except Exception:  # noqa: BLE001 - a process that ended or became a zombie
         return False
-
 
 
 def child_processes() -> dict[int, Any]:
@@ -39,7 +37,6 @@ def child_processes() -> dict[int, Any]:
     return found
 
 
-
 def segments() -> dict[str, int]:
     """Shared-memory segments in ``/dev/shm`` (name -> bytes), without semaphores."""
     found = {}
@@ -49,7 +46,6 @@ def segments() -> dict[str, int]:
                 with contextlib.suppress(OSError):
                     found[entry.name] = entry.stat().st_size
     return found
-
 
 
 @dataclass
@@ -75,7 +71,6 @@ class Leftovers:
         return " and ".join(parts)
 
 
-
 @dataclass
 class Snapshot:
     """What ran and what was in ``/dev/shm`` at one moment."""
@@ -90,11 +85,9 @@ class Snapshot:
                          {n: s for n, s in now.items() if n not in self.segments})
 
 
-
 def snapshot() -> Snapshot:
     """Remember this process's children and the segments in ``/dev/shm`` now."""
     return Snapshot(set(child_processes()), set(segments()))
-
 
 
 def clean_up(leftovers: Leftovers) -> None:
@@ -113,7 +106,6 @@ def clean_up(leftovers: Leftovers) -> None:
         _unlink(name)
 
 
-
 def _unlink(name: str) -> None:
     """Unlink a segment through SharedMemory, so that the resource tracker forgets it too."""
     from multiprocessing.shared_memory import SharedMemory
@@ -129,7 +121,6 @@ def _unlink(name: str) -> None:
         block.unlink()
 
 
-
 def _wait_for_exit(pids: Sequence[int]) -> list[int]:
     """Poll (bounded) until ``pids`` have exited; the ones still running."""
     import psutil
@@ -143,7 +134,6 @@ def _wait_for_exit(pids: Sequence[int]) -> list[int]:
     return running
 
 
-
 def _alive(pid: int, psutil: Any) -> bool:
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
@@ -151,13 +141,11 @@ def _alive(pid: int, psutil: Any) -> bool:
         return False
 
 
-
 def uss_mb(pid: int) -> float:
     """Unique set size of a process: memory no other process maps (MB)."""
     import psutil
 
     return psutil.Process(pid).memory_full_info().uss / MB
-
 
 
 def rss_mb(pid: int) -> float:

@@ -27,7 +27,6 @@ def check_log_access(log_access: Callable[..., Any]) -> None:
                again=call_text("tracing.run_log_access", "log_access"))
 
 
-
 def _smoke_log_access(log_access: Callable[..., Any]) -> None:
     log: list[dict[str, Any]] = []
     lock = "best_lock"
@@ -48,8 +47,6 @@ def _smoke_log_access(log_access: Callable[..., Any]) -> None:
         f"{record['lock']!r}")
     assert record["op"] == "write" and record["resource"] == "best", (
         f"log_access: expected op 'write' and resource 'best' in the record, got {record}")
-
-
 
 
 # --------------------------------------------------------------------------- exercises 2 to 4
@@ -101,7 +98,6 @@ def _grade_on_hidden_logs(answer: Callable[[list[dict[str, Any]]], Any], *, exer
             raise AssertionError("\n".join(lines))
 
 
-
 def _listed(got: Any) -> list[Any]:
     """The items of what ``who_overwrote``/``find_conflicts`` returned, in a list. A list,
     tuple, set or dict (or a subclass) is read through the built-in type's own iteration;
@@ -112,10 +108,8 @@ def _listed(got: Any) -> list[Any]:
     return list(got)
 
 
-
 def _copy(log: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return [dict(r) for r in log]
-
 
 
 def _describe_record(log: Sequence[dict[str, Any]], i: int) -> str:
@@ -125,7 +119,6 @@ def _describe_record(log: Sequence[dict[str, Any]], i: int) -> str:
             f"from {r['start']} to {r['end']} ns{lock}")
 
 
-
 def _norm_overwrites(got: Any) -> set[tuple[str, str, str]]:
     items = list(got)
     seen = set()
@@ -133,7 +126,6 @@ def _norm_overwrites(got: Any) -> set[tuple[str, str, str]]:
         a, b, c = item
         seen.add((a, b, c))
     return seen
-
 
 
 def _explain_overwrite(log: list[dict[str, Any]], item: Any) -> str:
@@ -147,13 +139,11 @@ def _explain_overwrite(log: list[dict[str, Any]], item: Any) -> str:
         f"{t} {op}@{s}" for s, t, op in rows)
 
 
-
 def check_who_overwrote(who_overwrote: Callable[[list[dict[str, Any]]], Any]) -> None:
     """Graded on 40 hidden seeded logs (20 racy, 20 clean) against the notebook's definition."""
     _grade_on_hidden_logs(who_overwrote, exercise="who_overwrote",
                           reference=reference_who_overwrote, normalise=_norm_overwrites,
                           explain=_explain_overwrite)
-
 
 
 def _norm_pairs(got: Any) -> set[tuple[int, int]]:
@@ -167,7 +157,6 @@ def _norm_pairs(got: Any) -> set[tuple[int, int]]:
     return seen
 
 
-
 def _explain_pair(log: list[dict[str, Any]], item: Any) -> str:
     try:
         i, j = item
@@ -176,13 +165,11 @@ def _explain_pair(log: list[dict[str, Any]], item: Any) -> str:
         return ""
 
 
-
 def check_find_conflicts(find_conflicts: Callable[[list[dict[str, Any]]], Any]) -> None:
     """Graded on 40 hidden seeded logs (20 racy, 20 clean) against the notebook's definition."""
     _grade_on_hidden_logs(find_conflicts, exercise="find_conflicts",
                           reference=reference_find_conflicts, normalise=_norm_pairs,
                           explain=_explain_pair)
-
 
 
 def _norm_resources(got: Any) -> set[str]:
@@ -194,13 +181,11 @@ def _norm_resources(got: Any) -> set[str]:
     return seen
 
 
-
 def _explain_resource(log: list[dict[str, Any]], item: Any) -> str:
     rows = sorted((r["start"], r["thread"], r["op"], r.get("lock")) for r in log
                   if r["resource"] == item)
     return "\n    its accesses, by start: " + ", ".join(
         f"{t} {op} ({f'lock {lock}' if lock else 'no lock'})" for _, t, op, lock in rows)
-
 
 
 def check_lockset_races(lockset_races: Callable[[list[dict[str, Any]]], Any]) -> None:
@@ -209,8 +194,6 @@ def check_lockset_races(lockset_races: Callable[[list[dict[str, Any]]], Any]) ->
                           reference=reference_lockset_races, normalise=_norm_resources,
                           explain=_explain_resource,
                           logs=_lockset_edge_logs() + _hidden_logs())
-
-
 
 
 # --------------------------------------------------------------------------- exercise 5

@@ -44,7 +44,6 @@ def plot_timeline(log: Sequence[dict[str, Any]], *, title: str = "", highlight: 
     return fig
 
 
-
 def read_xplane_threads(logdir: str) -> dict[str, list[tuple[str, float, float]]]:
     """Read the newest ``*.xplane.pb`` under ``logdir`` and return the host's events per thread.
 
@@ -81,7 +80,6 @@ def read_xplane_threads(logdir: str) -> dict[str, list[tuple[str, float, float]]
     t0 = min((e[1] for events in lines.values() for e in events), default=0)
     return {key: [(n, (s - t0) / 1e6, (e - t0) / 1e6) for n, s, e in events]
             for key, events in lines.items()}
-
 
 
 def overlap_ms(a: Sequence[tuple[str, float, float]],

@@ -59,7 +59,6 @@ def hidden_log(seed: int, *, racy: bool) -> list[dict[str, Any]]:
     return log
 
 
-
 def _hidden_logs() -> list[tuple[str, list[dict[str, Any]]]]:
     logs = []
     for k in range(HIDDEN_LOGS):
@@ -69,12 +68,10 @@ def _hidden_logs() -> list[tuple[str, list[dict[str, Any]]]]:
     return logs
 
 
-
 def _access(thread: str, op: str, resource: str, start: int, lock: str | None = None
             ) -> dict[str, Any]:
     return {"thread": thread, "op": op, "resource": resource, "start": start,
             "end": start + 900, "lock": lock}
-
 
 
 def _lockset_edge_logs() -> list[tuple[str, list[dict[str, Any]]]]:

@@ -42,7 +42,6 @@ class OwnedLock:
         self.release()
 
 
-
 def run_publish_locked(publish_locked: Callable[..., Any], *, seed: int = SEED,
                        schedules: int = SCHEDULES) -> Any:
     """Three trainers publish under the controlled scheduler; see :func:`check_publish_locked`."""

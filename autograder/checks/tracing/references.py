@@ -19,7 +19,6 @@ def reference_log_access(log: list[dict[str, Any]], op: str, resource: str,
                     "start": start, "end": time.perf_counter_ns(), "lock": lock})
 
 
-
 def reference_who_overwrote(log: Sequence[dict[str, Any]]) -> set[tuple[str, str, str]]:
     """The lost updates of a log, by the notebook's definition (ordered by ``start``)."""
     order = sorted(range(len(log)), key=lambda i: (log[i]["start"], i))
@@ -42,7 +41,6 @@ def reference_who_overwrote(log: Sequence[dict[str, Any]]) -> set[tuple[str, str
     return found
 
 
-
 def reference_find_conflicts(log: Sequence[dict[str, Any]]) -> set[tuple[int, int]]:
     """The conflicting index pairs of a log, by the notebook's definition."""
     found = set()
@@ -60,7 +58,6 @@ def reference_find_conflicts(log: Sequence[dict[str, Any]]) -> set[tuple[int, in
                 continue
             found.add((i, j))
     return found
-
 
 
 def reference_lockset_races(log: Sequence[dict[str, Any]]) -> set[str]:
