@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any
 
 import numpy as np
+
+from autograder.checks.kit import run_threads
 
 
 def predict_throughput(model: Any, data: np.ndarray, *, threads: int, calls: int,
@@ -14,7 +15,9 @@ def predict_throughput(model: Any, data: np.ndarray, *, threads: int, calls: int
     """Requests per second of ``threads`` threads each calling predict ``calls`` times.
 
     ``strategy``: ``"lock"`` (one shared model, one lock around every call), ``"copies"`` (one
-    cloned model per thread, no lock) or ``"shared"`` (one shared, warmed model, no lock).
+    cloned model per thread, no lock) or ``"shared"`` (one shared, warmed model, no lock). The
+    threads are released together (the kit's :func:`run_threads`); a call that raises is
+    raised here.
     """
     import keras
 
@@ -28,11 +31,9 @@ def predict_throughput(model: Any, data: np.ndarray, *, threads: int, calls: int
             models.append(copy)
     else:
         models = [model] * threads
-    barrier = threading.Barrier(threads + 1)
 
     def body(index: int) -> None:
         own = models[index]
-        barrier.wait()
         for _ in range(calls):
             if strategy == "lock":
                 with lock:
@@ -40,11 +41,4 @@ def predict_throughput(model: Any, data: np.ndarray, *, threads: int, calls: int
             else:
                 own.predict_on_batch(data)
 
-    pool = [threading.Thread(target=body, args=(k,)) for k in range(threads)]
-    for thread in pool:
-        thread.start()
-    barrier.wait()
-    start = time.perf_counter()
-    for thread in pool:
-        thread.join()
-    return threads * calls / (time.perf_counter() - start)
+    return threads * calls / run_threads(body, threads)

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import random
 import sys
-import threading
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from autograder.checks.kit import within
 from autograder.checks.plain import exception_line, plain
 from autograder.checks.stress_tests.gil_hidden import GIL_HIDDEN_CORRECT, GIL_HIDDEN_RACY
 from autograder.checks.stress_tests.ledgers import CORRECT, RACY, _anonymous, _rows_of, batch
@@ -16,33 +15,29 @@ from autograder.checks.stress_tests.settings import BUDGET_S, EXPLORE_BUDGET_S, 
 
 
 def run_bounded(function: Callable[[], Any], budget_s: float) -> tuple[str, str, float]:
-    """Run ``function()`` on a daemon thread with a deadline.
+    """Run ``function()`` on a daemon thread with a deadline (the kit's :func:`within`).
 
     Returns ``(verdict, detail, seconds)``: ``"returned"``, ``"raised"`` (detail names the
     exception) or ``"hung"`` (still running after ``budget_s``; the thread is abandoned).
-    ``sys.setswitchinterval`` is restored afterwards, whatever the function set.
+    ``sys.setswitchinterval`` is restored afterwards, whatever the function set. The exception
+    is named on the function's own thread, inside the deadline (its ``__str__`` is the
+    student's code).
     """
     interval = sys.getswitchinterval()
-    outcome: list[tuple[str, str]] = []
 
-    def body() -> None:
+    def attempt() -> tuple[str, str]:
         try:
             function()
         except BaseException as error:  # noqa: BLE001 - any exception is the test's verdict
-            outcome.append(("raised", exception_line(error)))
-        else:
-            outcome.append(("returned", ""))
+            return "raised", exception_line(error)
+        return "returned", ""
 
-    start = time.perf_counter()
-    thread = threading.Thread(target=body, name="student-test", daemon=True)
-    thread.start()
-    thread.join(budget_s)
-    seconds = time.perf_counter() - start
+    outcome = within(attempt, budget_s, name="student-test")
     sys.setswitchinterval(interval)
-    if thread.is_alive() or not outcome:
-        return "hung", f"still running after {budget_s:.0f} s", seconds
-    verdict, detail = outcome[0]
-    return verdict, detail, seconds
+    if not outcome.finished or outcome.value is None:
+        return "hung", f"still running after {budget_s:.0f} s", outcome.seconds
+    verdict, detail = outcome.value
+    return verdict, detail, outcome.seconds
 
 
 def grade_against(test: Callable[[Callable[[], Any]], Any], *, racy: Sequence[type] = RACY,
