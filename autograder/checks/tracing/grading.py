@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from autograder.checks.kit import call_text, describe_error, require, smoke
 from autograder.checks.plain import NotPlainData, plain
-from autograder.checks.report import call_text, require_ok
 from autograder.checks.tracing.logs import _hidden_logs, _lockset_edge_logs
 from autograder.checks.tracing.publishing import run_publish_locked
 from autograder.checks.tracing.recording import run_log_access
@@ -23,18 +23,14 @@ def check_log_access(log_access: Callable[..., Any]) -> None:
     """Graded: every record names its thread, brackets the call, survives an exception."""
     _smoke_log_access(log_access)
     result = run_log_access(log_access)
-    require_ok(result, exercise="log_access",
-               again=call_text("tracing.run_log_access", "log_access"))
+    require(result, exercise="log_access",
+            again=call_text("tracing.run_log_access", "log_access"))
 
 
 def _smoke_log_access(log_access: Callable[..., Any]) -> None:
     log: list[dict[str, Any]] = []
     lock = "best_lock"
-    try:
-        value = log_access(log, "write", "best", lambda: 7, lock=lock)
-    except Exception as error:  # noqa: BLE001 - reported to the student
-        raise AssertionError(f"log_access: calling it with lock=... raised "
-                             f"{type(error).__name__}: {error}") from None
+    value = smoke("log_access", lambda: log_access(log, "write", "best", lambda: 7, lock=lock))
     value = plain(value, "log_access: log_access(log, 'write', 'best', fn, lock='best_lock')")
     assert value == 7, f"log_access: expected it to return fn's value 7, got {value!r}"
     assert len(log) == 1, f"log_access: expected one record appended, got {len(log)}"
@@ -63,7 +59,7 @@ def _grade_on_hidden_logs(answer: Callable[[list[dict[str, Any]]], Any], *, exer
             got = answer(given)
         except Exception as error:  # noqa: BLE001 - reported to the student
             raise AssertionError(f"{exercise}: on the {name} ({len(log)} records) it raised "
-                                 f"{type(error).__name__}: {error}") from None
+                                 f"{describe_error(error)}") from None
         try:
             unchanged = plain(given, exercise) == log
         except NotPlainData:  # something that is no plain record was put in the log
@@ -202,5 +198,5 @@ def check_lockset_races(lockset_races: Callable[[list[dict[str, Any]]], Any]) ->
 def check_publish_locked(publish_locked: Callable[..., Any], **kwargs: Any) -> None:
     """Graded with the controlled scheduler: the best score survives, the log proves it."""
     result = run_publish_locked(publish_locked, **kwargs)
-    require_ok(result, exercise="publish_locked",
-               again=call_text("tracing.run_publish_locked", "publish_locked", **kwargs))
+    require(result, exercise="publish_locked",
+            again=call_text("tracing.run_publish_locked", "publish_locked", **kwargs))
