@@ -25,6 +25,8 @@ from typing import Any
 import pytest
 
 from autograder.checks import anatomy
+from autograder.checks.anatomy import schedules
+from autograder.checks.anatomy.grading import _require_visible
 from autograder.harness import Result
 from tests.checks import answers_anatomy as answers
 from tests.checks.grading_runs import CORRECT_RUNS, RUNS
@@ -86,7 +88,7 @@ def test_a_double_pay_given_as_overdraft_is_named_without_suggesting_a_swap():
 def test_a_replaced_replay_cannot_fake_a_right_answer(monkeypatch):
     """A right token is a pass the harness issued; a hand-made Result never is."""
     for verdict in ("race", "pass"):
-        monkeypatch.setattr(anatomy, "replay",
+        monkeypatch.setattr(schedules, "replay",
                             lambda *args, verdict=verdict, **kwargs: Result(verdict))
         with pytest.raises(AssertionError):
             anatomy.check_schedules(*answers.WRONG_SCHEDULES["sequential_runs"])
@@ -190,6 +192,6 @@ def test_unfilled_class_fails_at_once_naming_the_exercise_and_the_error(check, e
 
 def test_the_detector_sees_inside_the_graders_workers():
     """The canary every check runs first: without it a site-packages install passes anything."""
-    anatomy._require_visible()
+    _require_visible()
     result, account = anatomy.replay_bank("v1:1>0,7>1", anatomy.never_overdrawn)
     assert result.verdict == "pass" and account.balance == 40

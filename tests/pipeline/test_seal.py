@@ -212,7 +212,7 @@ SEALED_MODULES = textwrap.dedent('''
 
     seal.seal_grader_modules()
     refused = []
-    for name, value in (("require_ok", print), ("__class__", types.ModuleType)):
+    for name, value in (("check_counter", print), ("__class__", types.ModuleType)):
         try:
             setattr(anatomy, name, value)
         except AttributeError:
@@ -235,8 +235,8 @@ def test_assigning_to_a_grader_modules_names_is_refused_as_it_happens():
                           text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     refused, attempts, kind = json.loads(done.stdout.splitlines()[-1])
-    assert refused == ["require_ok", "__class__", "del run_counter"]
-    assert attempts == ["overwriting autograder.checks.anatomy.require_ok",
+    assert refused == ["check_counter", "__class__", "del run_counter"]
+    assert attempts == ["overwriting autograder.checks.anatomy.check_counter",
                         "overwriting autograder.checks.anatomy.__class__",
                         "deleting autograder.checks.anatomy.run_counter"]
     assert kind == "_SealedModule"
@@ -245,18 +245,19 @@ def test_assigning_to_a_grader_modules_names_is_refused_as_it_happens():
 WRITTEN_AND_PUT_BACK = textwrap.dedent('''
     import json, types
     from autograder.checks import anatomy
+    from autograder.checks.anatomy import grading
     from autograder.pipeline import seal
 
     seal.seal_grader_modules()
     integrity = seal.integrity_check(seal.protected_modules())
     found = {"clean": integrity()}
-    original = anatomy.require_ok
+    original = grading.run_counter  # the run check_counter trusts, looked up in grading
     for route, write in (
-            ("vars", lambda value: vars(anatomy).__setitem__("require_ok", value)),
+            ("vars", lambda value: vars(grading).__setitem__("run_counter", value)),
             ("ModuleType.__setattr__",
-             lambda value: types.ModuleType.__setattr__(anatomy, "require_ok", value)),
+             lambda value: types.ModuleType.__setattr__(grading, "run_counter", value)),
             ("__globals__",
-             lambda value: anatomy.check_counter.__globals__.__setitem__("require_ok", value))):
+             lambda value: anatomy.check_counter.__globals__.__setitem__("run_counter", value))):
         write(print)
         write(original)
         found[route] = integrity()
@@ -280,8 +281,8 @@ def test_a_grader_name_written_and_put_back_or_a_shadowed_builtin_is_named():
                           text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     found = json.loads(done.stdout.splitlines()[-1])
-    written = ["a name of autograder.checks.anatomy was written while graded code ran (and "
-               "perhaps put back)"]
+    written = ["a name of autograder.checks.anatomy.grading was written while graded code ran "
+               "(and perhaps put back)"]
     assert found == {"clean": [], "vars": written, "ModuleType.__setattr__": written,
                      "__globals__": written, "after reporting": [],
                      "shadowed builtin": ["autograder.checks.anatomy.sum was added"],

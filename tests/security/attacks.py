@@ -69,7 +69,8 @@ ATTACKS: dict[str, tuple[str, tuple[str, ...]]] = {
         f"fake.check_counter = {NOOP}\nsys.modules['autograder.checks.anatomy'] = fake\n"
         "import autograder.checks\nautograder.checks.anatomy = fake", TAMPERED),
     "rebind_check_through_vars": (f"vars(anatomy)['check_counter'] = {NOOP}", TAMPERED),
-    "rebind_require_ok": (f"anatomy.require_ok = {NOOP}", TAMPERED),
+    "rebind_require_ok": (
+        f"from autograder.checks.anatomy import grading\ngrading.require_ok = {NOOP}", TAMPERED),
     "rebind_harness_explore": (
         "import autograder.harness as harness\n"
         "from autograder.harness import exploration\n"
@@ -111,7 +112,7 @@ ATTACKS: dict[str, tuple[str, tuple[str, ...]]] = {
     # Swapped in while the check runs, swapped back by the check's own call to it: the names
     # are the same again when the test cell ends (a pass, before assignments were refused).
     "rebind_a_check_helper_only_while_the_check_runs": (
-        "import autograder.checks.anatomy as _anatomy\n"
+        "import autograder.checks.anatomy.grading as _anatomy\n"
         "_real_require_ok = _anatomy.require_ok\n"
         "def _lenient(*args, **kwargs):\n    _anatomy.require_ok = _real_require_ok\n"
         "_Racy = SafeCounter\nclass SafeCounter(_Racy):\n    def increment(self, by=1):\n"
@@ -161,7 +162,7 @@ ATTACKS: dict[str, tuple[str, tuple[str, ...]]] = {
         "            vars(_random)['Random'] = _real_Random\n"
         "        super().increment(by)", TAMPERED),
     "shadow_a_builtin_in_a_check_module": (
-        "import autograder.checks.anatomy as _anatomy\n"
+        "import autograder.checks.anatomy.counter as _anatomy\n"
         "import types\n"
         "types.ModuleType.__setattr__(_anatomy, 'sum', lambda values: 7)", TAMPERED),
     # 2. Answers that lie: values whose comparisons always agree.
