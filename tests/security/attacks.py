@@ -69,8 +69,8 @@ ATTACKS: dict[str, tuple[str, tuple[str, ...]]] = {
         f"fake.check_counter = {NOOP}\nsys.modules['autograder.checks.anatomy'] = fake\n"
         "import autograder.checks\nautograder.checks.anatomy = fake", TAMPERED),
     "rebind_check_through_vars": (f"vars(anatomy)['check_counter'] = {NOOP}", TAMPERED),
-    "rebind_require_ok": (
-        f"from autograder.checks.anatomy import grading\ngrading.require_ok = {NOOP}", TAMPERED),
+    "rebind_require": (
+        f"from autograder.checks.anatomy import grading\ngrading.require = {NOOP}", TAMPERED),
     "rebind_harness_explore": (
         "import autograder.harness as harness\n"
         "from autograder.harness import exploration\n"
@@ -113,22 +113,22 @@ ATTACKS: dict[str, tuple[str, tuple[str, ...]]] = {
     # are the same again when the test cell ends (a pass, before assignments were refused).
     "rebind_a_check_helper_only_while_the_check_runs": (
         "import autograder.checks.anatomy.grading as _anatomy\n"
-        "_real_require_ok = _anatomy.require_ok\n"
-        "def _lenient(*args, **kwargs):\n    _anatomy.require_ok = _real_require_ok\n"
+        "_real_require = _anatomy.require\n"
+        "def _lenient(*args, **kwargs):\n    _anatomy.require = _real_require\n"
         "_Racy = SafeCounter\nclass SafeCounter(_Racy):\n    def increment(self, by=1):\n"
-        "        if _anatomy.require_ok is _real_require_ok:\n"
-        "            _anatomy.require_ok = _lenient\n"
+        "        if _anatomy.require is _real_require:\n"
+        "            _anatomy.require = _lenient\n"
         "        super().increment(by)", TAMPERED),
     # The same swap written straight into the module's dictionary, which no audit event and
     # no __setattr__ sees: the dictionary's version still changes, and the test is tampered.
     "rebind_a_check_helper_in_the_module_dict_only_while_the_check_runs": (
         "import autograder.checks.anatomy as _anatomy\n"
         "_globals = _anatomy.check_counter.__globals__\n"
-        "_real_require_ok = _globals['require_ok']\n"
-        "def _lenient(*args, **kwargs):\n    _globals['require_ok'] = _real_require_ok\n"
+        "_real_require = _globals['require']\n"
+        "def _lenient(*args, **kwargs):\n    _globals['require'] = _real_require\n"
         "_Racy = SafeCounter\nclass SafeCounter(_Racy):\n    def increment(self, by=1):\n"
-        "        if _globals['require_ok'] is _real_require_ok:\n"
-        "            _globals['require_ok'] = _lenient\n"
+        "        if _globals['require'] is _real_require:\n"
+        "            _globals['require'] = _lenient\n"
         "        super().increment(by)", TAMPERED),
     # A property of a harness class swapped for one check's verdict and put back from inside
     # it: no audit event sees a class attribute written, and nothing is left to find after

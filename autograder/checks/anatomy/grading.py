@@ -16,8 +16,8 @@ from autograder.checks.anatomy.schedules import (
     parse_schedule,
     replay_bank,
 )
+from autograder.checks.kit import call_text, require
 from autograder.checks.plain import plain
-from autograder.checks.report import call_text, require_ok
 
 #: A schedule the lesson's bank code fails on (worker 0 checks the balance, then bob runs to the
 #: end): the canary that proves the scheduler sees inside this package's code.
@@ -71,24 +71,24 @@ def check_counter(counter_class: Callable[[], Any], **kwargs: Any) -> None:
     """Grade a counter class (exercise 2); raise AssertionError with the student's message."""
     _require_visible()
     counter_on_one_thread(counter_class)
-    require_ok(run_counter(counter_class, **kwargs), exercise="SafeCounter",
-               again=call_text("anatomy.run_counter", "SafeCounter", **kwargs))
+    require(run_counter(counter_class, **kwargs), exercise="SafeCounter",
+            again=call_text("anatomy.run_counter", "SafeCounter", **kwargs))
 
 
 def check_cache(cache_class: Callable[[Callable[[str], Any]], Any], **kwargs: Any) -> None:
     """Grade a cache class (exercise 3); raise AssertionError with the student's message."""
     _require_visible()
     cache_on_one_thread(cache_class)
-    require_ok(run_cache(cache_class, **kwargs), exercise="OnceCache",
-               again=call_text("anatomy.run_cache", "OnceCache", **kwargs))
+    require(run_cache(cache_class, **kwargs), exercise="OnceCache",
+            again=call_text("anatomy.run_cache", "OnceCache", **kwargs))
 
 
 def _require_visible() -> None:
-    """Fail closed when the scheduler cannot switch inside this module's code.
+    """Fail closed when the scheduler cannot switch inside this package's code.
 
     The scheduler runs code from site-packages atomically. Were the course installed there
-    (``pip install .`` rather than ``pip install -e .``), the workers above would run as one
-    step each and every answer would pass; this canary replay would then pass too.
+    (``pip install .`` rather than ``pip install -e .``), the exercises' workers would run as
+    one step each and every answer would pass; this canary replay would then pass too.
     """
     result, _ = replay_bank(_CANARY_TOKEN, never_overdrawn)
     if result.verdict != "race":

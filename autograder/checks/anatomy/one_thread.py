@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from autograder.checks.anatomy.settings import ONE_THREAD_TIMEOUT_S
+from autograder.checks.kit import describe_error
 from autograder.harness import explore
 
 
@@ -28,8 +29,7 @@ def _on_one_thread(exercise: str, what: str, body: Callable[[], Any]) -> Any:
                      timeout_s=ONE_THREAD_TIMEOUT_S)
     where = f"{exercise}: on one thread, before any threads were started, {what}"
     if "error" in box:
-        error = box["error"]
-        raise AssertionError(f"{where} raised {type(error).__name__}: {error}")
+        raise AssertionError(f"{where} raised {describe_error(box['error'])}")
     if result.verdict == "deadlock":
         raise AssertionError(
             f"{where} never returned: it waits for a lock that the same thread already holds. "
