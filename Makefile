@@ -13,7 +13,7 @@ PYTHON ?= $(shell for p in /usr/bin/python3 python3.11 python3.12 python3.13 pyt
 export TF_CPP_MIN_LOG_LEVEL := 2
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: help setup sandbox chromium demo test build lab instructor-lab tensorboard bench bench-lessons bench-grading lint clean
+.PHONY: help setup sandbox chromium demo test build lab instructor-lab tensorboard bench bench-lessons bench-grading bench-cluster worker lint clean
 
 help:
 	@echo "make demo   build the course and autograde the bundled demo class (prints scores)"
@@ -25,6 +25,8 @@ help:
 	@echo "make bench  harness benchmark: schedules and seconds to a verdict per subject"
 	@echo "make bench-lessons   each lesson's run time and hidden tests' time against the budgets"
 	@echo "make bench-grading   grading: racelab vs plain nbgrader, 1 vs 2 workers, repeatability"
+	@echo "make bench-cluster   grading on a local Dask cluster vs local workers (ARGS=... for fewer)"
+	@echo "make worker SCHEDULER=ADDRESS  a Dask grading worker for racelab grade --cluster ADDRESS"
 	@echo "make lint   ruff"
 
 setup: $(STAMP) sandbox
@@ -37,7 +39,7 @@ $(STAMP): pyproject.toml
 	@echo "Installing Race Lab into $(VENV) with $(PYTHON) ($$($(PYTHON) --version))"
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,cluster]'
 	@touch $(STAMP)
 
 # Grading kernels run inside bubblewrap (Debian package); installed here when missing.
@@ -87,6 +89,16 @@ bench-lessons: $(STAMP)
 
 bench-grading: $(STAMP) sandbox
 	$(PY) benchmarks/grading_bench.py
+
+bench-cluster: $(STAMP) sandbox
+	$(PY) benchmarks/cluster_bench.py $(ARGS)
+
+# A grading worker for `racelab grade --cluster ADDRESS`, on any machine with this repository,
+# bubblewrap and user namespaces: one thread (each job is its own process; a worker lost mid-job
+# costs only that job). The scheduler: DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES=0 dask scheduler
+worker: $(STAMP) sandbox
+	@if [ -z "$(SCHEDULER)" ]; then echo "usage: make worker SCHEDULER=tcp://HOST:8786" >&2; exit 1; fi
+	$(VENV)/bin/dask worker $(SCHEDULER) --nthreads 1
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -75,6 +75,10 @@ def _grading_options(p: argparse.ArgumentParser) -> None:
                    help="memory cap of one notebook's sandbox (its processes and /tmp)")
     p.add_argument("--no-sandbox", action="store_true",
                    help="run notebooks without bubblewrap (trusted notebooks only)")
+    p.add_argument("--cluster", default=None, metavar="ADDRESS|local:N",
+                   help="grade every notebook on a Dask cluster: a running scheduler's address "
+                        "(started with DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES=0), or "
+                        "local:N for N single-threaded local workers (needs .[cluster])")
 
 
 def _limits(args: argparse.Namespace):
@@ -114,10 +118,11 @@ def _demo(args: argparse.Namespace) -> int:
     from autograder.pipeline.demo import run_demo
 
     return run_demo(args.demo_dir, args.solutions, args.out, workers=args.workers,
-                    limits=_limits(args))
+                    limits=_limits(args), cluster=args.cluster)
 
 
 def _grade(args: argparse.Namespace) -> int:
+    from autograder.pipeline.cluster import ClusterError
     from autograder.pipeline.course import make_course
     from autograder.pipeline.grade import grade_submissions, print_table
 
@@ -125,8 +130,13 @@ def _grade(args: argparse.Namespace) -> int:
         course = _existing_course(args)
     else:
         course = make_course(args.solutions, args.course or args.out / "course")
-    rows = grade_submissions(args.submitted, course, args.out, workers=args.workers,
-                             limits=_limits(args), record_in_course=args.course is not None)
+    try:
+        rows = grade_submissions(args.submitted, course, args.out, workers=args.workers,
+                                 limits=_limits(args), record_in_course=args.course is not None,
+                                 cluster=args.cluster)
+    except ClusterError as exc:
+        print(f"racelab grade: {exc}", file=sys.stderr)
+        return 2
     print_table(rows)
     print(f"\ngrades: {args.out / 'grades.csv'}  feedback: {args.out / 'feedback'}")
     return 0

@@ -50,11 +50,14 @@ def make_submissions(demo_dir: Path, course: Course, submitted: Path) -> None:
 
 
 def run_demo(demo_dir: Path, solutions: Path, out: Path, *, workers: int | None = None,
-             limits: Limits | None = None) -> int:
-    """Grade the demo class into ``out`` and print the table; returns an exit code."""
+             limits: Limits | None = None, cluster: str | None = None) -> int:
+    """Grade the demo class into ``out`` and print the table; returns an exit code.
+
+    ``cluster`` grades on a Dask cluster (see ``grade_submissions``)."""
     course = make_course(solutions, out / "course")
     make_submissions(demo_dir, course, out / "submitted")
-    rows = grade_submissions(out / "submitted", course, out, workers=workers, limits=limits)
+    rows = grade_submissions(out / "submitted", course, out, workers=workers, limits=limits,
+                             cluster=cluster)
     print_table(rows)
     print(f"\ngrades: {out / 'grades.csv'}")
     return 0

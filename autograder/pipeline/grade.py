@@ -17,7 +17,7 @@ import shutil
 import signal
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Executor, ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
@@ -71,7 +71,8 @@ def student_folders(submitted: Path) -> list[str]:
 
 def grade_submissions(submitted: Path, course: Course, out: Path, *, workers: int | None = None,
                       limits: Limits | None = None, progress: bool = True,
-                      record_in_course: bool = False) -> list[GradeRow]:
+                      record_in_course: bool = False, cluster: str | None = None
+                      ) -> list[GradeRow]:
     """Grade every submission in ``submitted`` against ``course``; write everything to ``out``.
 
     Args:
@@ -84,13 +85,16 @@ def grade_submissions(submitted: Path, course: Course, out: Path, *, workers: in
         record_in_course: Also record the grades in ``course`` itself, as Formgrader and
             ``racelab release-feedback`` read them: its gradebook, ``autograded/`` (the
             executed notebooks) and ``feedback/``.
+        cluster: Grade on a Dask cluster instead of local processes: a running scheduler's
+            address, or ``local:N`` for N single-threaded local workers started for the run
+            (``workers`` is then unused). See :mod:`autograder.pipeline.cluster`.
 
     Returns:
         A row per student folder and lesson, sorted by student then assignment.
     """
     limits = limits or Limits()
     jobs = plan_jobs(submitted, course, out, limits)
-    results = _run_all(jobs, workers or os.cpu_count() or 1, progress)
+    results = _run_all(jobs, workers or os.cpu_count() or 1, progress, cluster)
     students = student_folders(submitted)
     rows = []
     for student in students:
@@ -131,7 +135,17 @@ def _finished(job: Job) -> JobResult | None:
     return JobResult(**stored["result"])
 
 
-def _run_all(jobs: list[Job], workers: int, progress: bool) -> dict[tuple[str, str], JobResult]:
+def _executor(workers: int, cluster: str | None) -> Executor:
+    """Local threads (each job in its own process), or a Dask cluster (see ``cluster``)."""
+    if cluster is None:
+        return ThreadPoolExecutor(max_workers=max(1, workers))
+    from autograder.pipeline.cluster import ClusterExecutor
+
+    return ClusterExecutor(cluster)
+
+
+def _run_all(jobs: list[Job], workers: int, progress: bool,
+             cluster: str | None = None) -> dict[tuple[str, str], JobResult]:
     from tqdm import tqdm
 
     results = {}
@@ -144,13 +158,14 @@ def _run_all(jobs: list[Job], workers: int, progress: bool) -> dict[tuple[str, s
             results[(job.student, job.assignment)] = stored
     bar = tqdm(total=len(jobs), initial=len(jobs) - len(todo), unit="notebook",
                desc="grading", disable=not progress, file=sys.stderr)
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+    with _executor(workers, cluster) as pool:
         futures = {pool.submit(run_in_process, job): job for job in todo}
         for future in as_completed(futures):
             job = futures[future]
             result = future.result()
             results[(job.student, job.assignment)] = result
-            _mark_finished(job, result)
+            if result.status != Status.WORKER_LOST:  # never graded: the next run grades it
+                _mark_finished(job, result)
             bar.update(1)
     bar.close()
     return results

@@ -25,9 +25,10 @@ class Status(StrEnum):
     TAMPERED = "tampered"
     MISSING_CELLS = "missing-cells"
     NOT_SUBMITTED = "not-submitted"
+    WORKER_LOST = "worker-lost"
 
 
-PRECEDENCE = (Status.NOT_SUBMITTED, Status.INVALID_NOTEBOOK, Status.TAMPERED,
+PRECEDENCE = (Status.NOT_SUBMITTED, Status.WORKER_LOST, Status.INVALID_NOTEBOOK, Status.TAMPERED,
               Status.KERNEL_DIED, Status.TIMEOUT, Status.MISSING_CELLS, Status.GRADED)
 """Statuses, most important first."""
 
