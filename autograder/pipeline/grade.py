@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 
+from autograder.pipeline import gradebook
 from autograder.pipeline.course import Course, nbgrader_environment
 from autograder.pipeline.feedback import record_scores
 from autograder.pipeline.job import executed_path
@@ -117,8 +118,14 @@ def _fingerprint(job: Job) -> str:
         digest.update(read_untrusted(job.submission))
     except UntrustedFileError as error:
         digest.update(str(error).encode())
-    for path in (job.release, str(Path(job.course) / "gradebook.db")):
-        digest.update(Path(path).read_bytes())
+    digest.update(Path(job.release).read_bytes())
+    # What in the gradebook decides the grade, not its bytes: each build gives its rows new
+    # random ids, and recording grades in it changes it too.
+    digest.update(gradebook.assignment_digest(Path(job.course) / "gradebook.db",
+                                              job.assignment).encode())
+    for source in sorted((Path(job.course) / "source" / job.assignment).rglob("*")):
+        if source.is_file():
+            digest.update(source.name.encode() + b"\0" + source.read_bytes())
     digest.update(json.dumps(asdict(job.limits), sort_keys=True).encode())
     return digest.hexdigest()
 
@@ -225,10 +232,7 @@ def _row(result: JobResult) -> GradeRow:
 
 
 def _max_score(course: Course, assignment: str) -> float:
-    from nbgrader.api import Gradebook
-
-    with nbgrader_environment(), Gradebook(course.db_url) as gb:
-        return float(gb.find_assignment(assignment).max_score)
+    return gradebook.max_score(course, assignment)
 
 
 def _write_gradebook(course: Course, path: Path, results) -> None:

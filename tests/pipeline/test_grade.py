@@ -102,7 +102,7 @@ def graded(tmp_path_factory):
     out = root / "out"
     rows = grade_submissions(submitted, course, out, workers=2, limits=LIMITS, progress=False)
     return {"rows": {r.student: r for r in rows}, "out": out, "root": root, "course": course,
-            "submitted": submitted}
+            "submitted": submitted, "solutions": solutions}
 
 
 def row(graded, student):
@@ -228,6 +228,32 @@ def test_rerun_grades_only_what_is_missing_or_changed(graded, monkeypatch):
     assert len(rows) == len(graded["rows"])
     with (graded["out"] / "grades.csv").open() as handle:
         assert len(list(csv.DictReader(handle))) == len(rows)
+
+
+@pytest.mark.parametrize("course", [False, True], ids=["new-course", "with-course"])
+def test_same_cli_grade_twice_grades_nothing_the_second_time(graded, tmp_path, monkeypatch,
+                                                             course):
+    """Without ``--course`` each run rebuilds OUT/course (its gradebook gets new random row ids);
+    with it, the first run records grades in the course's gradebook. Neither changes a grade."""
+    from autograder.cli import main
+
+    release = graded["course"].release_notebook(graded["course"].lessons[0])
+    for student in ("good", "wrong"):
+        fill_answers(release, {"ex_tiny_add": ANSWERS[student]},
+                     tmp_path / "submitted" / student / "99_tiny" / "99_tiny.ipynb")
+    calls = []
+    real = grade_module.run_in_process
+    monkeypatch.setattr(grade_module, "run_in_process",
+                        lambda job: calls.append(job.student) or real(job))
+    argv = ["grade", str(tmp_path / "submitted"), "--out", str(tmp_path / "out"),
+            "--solutions", str(graded["solutions"]), "--workers", "2", "--cell-timeout", "30",
+            "--memory-mb", "800", *(["--course", str(tmp_path / "course")] if course else [])]
+    assert main(argv) == 0
+    assert sorted(calls) == ["good", "wrong"]
+    first = (tmp_path / "out" / "grades.csv").read_bytes()
+    assert main(argv) == 0
+    assert sorted(calls) == ["good", "wrong"], "the second run graded again"
+    assert (tmp_path / "out" / "grades.csv").read_bytes() == first
 
 
 def test_read_answers_splits_cells_by_grade_id(tmp_path):
