@@ -94,7 +94,7 @@ def test_a_smoke_run_names_a_broken_answer_a_failed_check_and_a_lock_taken_twice
         smoke("Counter", takes_it_twice, timeout_s=0.2)
 
 
-def test_an_error_is_described_by_its_informative_line_even_deep_in_a_keras_message():
+def test_an_error_is_described_by_its_informative_line_without_keras_or_op_noise():
     keras_like = ValueError("Exception encountered when calling Dense.call().\n\n"
                             "\x1b[1mInput 0 of layer is incompatible\x1b[0m\n\n"
                             "Arguments received by Dense.call():\n  • inputs=tf.Tensor")
@@ -102,6 +102,10 @@ def test_an_error_is_described_by_its_informative_line_even_deep_in_a_keras_mess
     graph = RuntimeError("Graph execution error:\n\nDetected at node add\nFile \"x.py\"\n"
                          "Incompatible shapes: [2] vs. [3]")
     assert describe_error(graph) == "RuntimeError: Incompatible shapes: [2] vs. [3]"
+    op_error = RuntimeError("{{function_node __wrapped__IteratorGetNext_device_/job:localhost}}"
+                            " ValueError: generator already executing\nTraceback (most recent"
+                            " call last):\n  File \"x.py\"\n [Op:IteratorGetNext]")
+    assert describe_error(op_error) == "RuntimeError: ValueError: generator already executing"
 
     class Unreadable(Exception):
         def __str__(self):

@@ -11,6 +11,9 @@ from collections.abc import Sequence
 from autograder.checks.plain import plain
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+#: Where a TensorFlow op error happened, around what it says: ``{{function_node ...}}`` before
+#: the text, `` [Op:IteratorGetNext]`` after it.
+_OP_PLACE = re.compile(r"^\{\{function_node [^}]*\}\}\s*|\s*\[Op:[^\]]*\]$")
 #: Lines of Keras and TensorFlow error texts that say where, not what.
 _NOISE = ("Graph execution error", "Detected at node", "File ", "Exception encountered when",
           "Arguments received", "[[", "•")
@@ -23,7 +26,7 @@ def describe_error(error: BaseException) -> str:
     Read as plain data: a class name or text that cannot be read (its ``__str__`` raising, a
     ``str`` subclass) is left out instead of failing the grader. Keras and TensorFlow put the
     informative line deep in long texts (a graph execution error names the node first): that
-    line is the one kept.
+    line is the one kept, without the op's place (``{{function_node ...}}``, ``[Op:...]``).
     """
     try:
         name = plain(type(error).__name__, "the exception's class", str)
@@ -33,7 +36,8 @@ def describe_error(error: BaseException) -> str:
         text = plain(str(error), "the exception's text", str)
     except BaseException:  # noqa: BLE001 - the student's __str__; the verdict stands
         return f"{name}: (its text could not be read)"
-    lines = [line.strip() for line in _ANSI.sub("", text).splitlines() if line.strip()]
+    lines = [_OP_PLACE.sub("", line.strip()) for line in _ANSI.sub("", text).splitlines()]
+    lines = [line for line in lines if line]
     informative = [line for line in lines if not line.startswith(_NOISE)]
     if lines and lines[0].startswith("Graph execution error") and informative:
         line = informative[-1]

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from autograder.checks.kit import released_together
+from autograder.checks.kit import describe_error, released_together
 from autograder.checks.tfdata.fast import FastRun
 from autograder.checks.tfdata.records import _describe, _identify, _values, record
 from autograder.checks.tfdata.settings import WIDTH
@@ -35,7 +35,7 @@ def shared_generator_trials(make_generator: Callable[[], Any], *, trials: int,
         out.runs += 1
         if errors:
             out.broken += 1
-            out.seen.append(f"{type(errors[0]).__name__}: {errors[0]}")
+            out.seen.append(describe_error(errors[0]))
     return out
 
 
@@ -62,18 +62,11 @@ def concurrent_iterations(dataset_factory: Callable[[], Any], *, trials: int,
         problems = [p for p in (_describe(got, records) for got in seen) if p]
         if errors:
             out.broken += 1
-            out.seen.append(_short_error(errors[0]))
+            out.seen.append(describe_error(errors[0]))
         elif problems:
             out.broken += 1
             out.seen.append(problems[0])
     return out
-
-
-def _short_error(error: BaseException) -> str:
-    """The exception's type and the most telling line of its text (TF wraps Python errors)."""
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    telling = [line for line in lines if "Error:" in line or "executing" in line]
-    return f"{type(error).__name__}: {(telling or lines or [''])[-1][:120]}"
 
 
 def reused_buffer_trials(*, trials: int, batches: int = 20, batch_size: int = 4,
