@@ -9,8 +9,15 @@ from typing import Any
 import numpy as np
 
 from autograder.checks.plain import exception_line
-from autograder.checks.tfdata.records import _describe, _identify, _values, make_read
-from autograder.checks.tfdata.settings import LOADER_RECORDS, SEED, STRESS_TRIALS, TIMEOUT_S
+from autograder.checks.tfdata.records import _describe, _identify, _values, make_read, record
+from autograder.checks.tfdata.settings import (
+    LOADER_RECORDS,
+    ONE_THREAD_RUNS,
+    ONE_THREAD_SWITCH_S,
+    SEED,
+    STRESS_TRIALS,
+    TIMEOUT_S,
+)
 from autograder.harness import Result, stress
 
 
@@ -45,15 +52,29 @@ def run_loader(make_dataset: Callable[[Callable[[int], np.ndarray], int], Any], 
 
 
 def _one_thread(make_dataset: Callable[..., Any], n: int) -> None:
-    # Instant reads, and the interpreter switching threads as often as it can: any thread the
-    # answer starts itself (a producer filling a shared buffer) runs as far ahead as it may.
+    for _ in range(ONE_THREAD_RUNS):
+        _one_thread_run(make_dataset, n)
+
+
+def _instant_read(index: Any) -> np.ndarray:
+    # No sleep, not even sleep(0): that would hand the interpreter to another thread.
+    return record(int(index))
+
+
+def _one_thread_run(make_dataset: Callable[..., Any], n: int) -> None:
+    # Instant reads and a long switch interval: a thread the answer starts itself (a producer
+    # filling a shared buffer) runs as far ahead as it may before the dataset copies an element.
+    # The elements are read only after both iterations: one that still shares the answer's
+    # buffer shows what was written there last.
     interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
+    sys.setswitchinterval(ONE_THREAD_SWITCH_S)
     try:
-        dataset = make_dataset(make_read(0.0), n)
+        dataset = make_dataset(_instant_read, n)
+        first_elements = list(dataset)
+        second_elements = list(dataset)
         what = "make_dataset: iterating the dataset"
-        first = [_identify(_values(x, what)) for x in dataset]
-        second = [_identify(_values(x, what)) for x in dataset]
+        first = [_identify(_values(x, what)) for x in first_elements]
+        second = [_identify(_values(x, what)) for x in second_elements]
     except AssertionError:
         raise
     except Exception as error:  # noqa: BLE001 - the student's code, reported to the student
