@@ -19,7 +19,7 @@ help:
 	@echo "make demo   build the course and autograde the bundled demo class (prints scores)"
 	@echo "make test   run the whole test suite"
 	@echo "make lab    JupyterLab on notebooks/ (class mode: make lab EXCHANGE=DIR [STUDENT=id]; PORT=N)"
-	@echo "make instructor-lab  JupyterLab with Formgrader on build/course"
+	@echo "make instructor-lab  JupyterLab with Formgrader on build/course (GRADEBOOK_URL=... for a server gradebook)"
 	@echo "make tensorboard     TensorBoard (with the profiler) on lesson 06's traces"
 	@echo "make build  regenerate notebooks/ from solutions/"
 	@echo "make bench  harness benchmark: schedules and seconds to a verdict per subject"
@@ -39,7 +39,7 @@ $(STAMP): pyproject.toml
 	@echo "Installing Race Lab into $(VENV) with $(PYTHON) ($$($(PYTHON) --version))"
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,cluster]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,cluster,gradebook]'
 	@touch $(STAMP)
 
 # Grading kernels run inside bubblewrap (Debian package); installed here when missing.
@@ -75,7 +75,7 @@ lab: $(STAMP) sandbox
 	$(PY) -m autograder.lab student $(if $(EXCHANGE),--exchange $(EXCHANGE)) $(if $(STUDENT),--student $(STUDENT)) $(if $(PORT),--port $(PORT))
 
 instructor-lab: $(STAMP) sandbox
-	$(PY) -m autograder.lab instructor $(if $(EXCHANGE),--exchange $(EXCHANGE)) $(if $(PORT),--port $(PORT))
+	$(PY) -m autograder.lab instructor $(if $(EXCHANGE),--exchange $(EXCHANGE)) $(if $(GRADEBOOK_URL),--gradebook-url '$(GRADEBOOK_URL)') $(if $(PORT),--port $(PORT))
 
 TRACES ?= notebooks/logs
 tensorboard: $(STAMP)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from autograder.pipeline.source import SourceError
@@ -39,6 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                               "gradebook, autograded/ and feedback/, where Formgrader and "
                               "`racelab release-feedback` find them (default: a new course "
                               "in OUT/course)")
+    _gradebook_option(p_grade)
     _grading_options(p_grade)
     _grading_options(p_demo)
 
@@ -58,6 +60,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                          help="nbgrader exchange root shared with the students")
         p_x.add_argument("--course", type=Path, default=REPO / "build" / "course")
         p_x.add_argument("--solutions", type=Path, default=REPO / "solutions")
+        if name == "collect":
+            _gradebook_option(p_x)
 
     args = parser.parse_args(argv)
     try:
@@ -79,6 +83,13 @@ def _grading_options(p: argparse.ArgumentParser) -> None:
                    help="grade every notebook on a Dask cluster: a running scheduler's address "
                         "(started with DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES=0), or "
                         "local:N for N single-threaded local workers (needs .[cluster])")
+
+
+def _gradebook_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--gradebook-url", default=None, metavar="URL",
+                   help="the class's gradebook on a server database, e.g. "
+                        "postgresql+psycopg://USER@HOST/DB (one database per course; needs "
+                        ".[gradebook]); default: the course's gradebook.db")
 
 
 def _limits(args: argparse.Namespace):
@@ -129,7 +140,8 @@ def _grade(args: argparse.Namespace) -> int:
     if args.course is not None and (args.course / "gradebook.db").exists():
         course = _existing_course(args)
     else:
-        course = make_course(args.solutions, args.course or args.out / "course")
+        course = replace(make_course(args.solutions, args.course or args.out / "course"),
+                         gradebook_url=args.gradebook_url)
     try:
         rows = grade_submissions(args.submitted, course, args.out, workers=args.workers,
                                  limits=_limits(args), record_in_course=args.course is not None,
@@ -171,7 +183,8 @@ def _existing_course(args: argparse.Namespace):
     from autograder.pipeline.course import Course
     from autograder.pipeline.source import find_lessons
 
-    return Course(args.course, tuple(find_lessons(args.solutions)))
+    return Course(args.course, tuple(find_lessons(args.solutions)),
+                  gradebook_url=getattr(args, "gradebook_url", None))
 
 
 def _release_feedback(args: argparse.Namespace) -> int:

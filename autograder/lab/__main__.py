@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from autograder.lab.config import REPO, LabSetup, write_config
@@ -25,7 +26,8 @@ def setup_from_args(args: argparse.Namespace) -> LabSetup:
     home = args.home or REPO / "build" / "lab" / args.role
     if args.role == "instructor":
         return LabSetup("instructor", home, args.root or REPO, args.solutions,
-                        exchange=args.exchange, course=args.course, sandbox=not args.no_sandbox)
+                        exchange=args.exchange, course=args.course, sandbox=not args.no_sandbox,
+                        gradebook_url=args.gradebook_url)
     if args.exchange is not None:
         root = args.root or REPO / "build" / "lab" / "student-work"
     else:
@@ -49,6 +51,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="the lab's config folder (default: build/lab/ROLE)")
     parser.add_argument("--solutions", type=Path, default=REPO / "solutions")
     parser.add_argument("--course", type=Path, default=REPO / "build" / "course")
+    parser.add_argument("--gradebook-url", default=None, metavar="URL",
+                        help="instructor: Formgrader on the class's gradebook on a server "
+                             "database (as racelab grade --gradebook-url wrote it)")
     parser.add_argument("--no-sandbox", action="store_true",
                         help="Validate without bubblewrap (the grader itself uses it)")
     parser.add_argument("--print-config", action="store_true",
@@ -56,8 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     args, extra = parser.parse_known_args(argv)
     setup = setup_from_args(args)
     if setup.role == "instructor" and setup.exchange is None:
-        setup = LabSetup(setup.role, setup.home, setup.root_dir, setup.solutions,
-                         REPO / "build" / "exchange", setup.course, sandbox=setup.sandbox)
+        setup = replace(setup, exchange=REPO / "build" / "exchange")
     write_config(setup)
     if setup.exchange is not None and not setup.exchange.exists():
         setup.exchange.mkdir(parents=True)

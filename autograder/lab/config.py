@@ -55,6 +55,9 @@ class LabSetup:
         exchange: nbgrader's exchange root (class mode, and the instructor's releases), or
             None for self-study.
         course: The nbgrader course directory (instructor only).
+        gradebook_url: The class's gradebook on a server database (``racelab grade
+            --gradebook-url``), where Formgrader reads it; None for the course's
+            ``gradebook.db`` (instructor only).
         student: The student id used in class mode (default: the Unix login).
         sandbox: Validate runs the grading kernel in bubblewrap, as the grader does.
     """
@@ -67,6 +70,7 @@ class LabSetup:
     course: Path | None = None
     student: str | None = None
     sandbox: bool = True
+    gradebook_url: str | None = None
 
     @property
     def config_dir(self) -> Path:
@@ -132,7 +136,8 @@ def nbgrader_config(setup: LabSetup) -> dict:
     if setup.course is not None:
         course = setup.course.resolve()
         config["CourseDirectory"].update(
-            {"root": str(course), "db_url": f"sqlite:///{course / 'gradebook.db'}"})
+            {"root": str(course),
+             "db_url": setup.gradebook_url or f"sqlite:///{course / 'gradebook.db'}"})
     return config
 
 

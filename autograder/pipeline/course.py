@@ -38,15 +38,25 @@ class Course:
     Attributes:
         root: The course directory.
         lessons: The lessons it holds, in order.
+        gradebook_url: The class's gradebook on a server database (an SQLAlchemy URL such as
+            ``postgresql+psycopg://host/racelab``, one database per course), or None for the
+            course's own ``gradebook.db``.
     """
 
     root: Path
     lessons: tuple[Lesson, ...]
+    gradebook_url: str | None = None
+
+    @property
+    def template_url(self) -> str:
+        """SQLAlchemy URL of the course's ``gradebook.db``, which nbgrader fills with every
+        lesson's cells and every grading job copies."""
+        return f"sqlite:///{(self.root / 'gradebook.db').resolve()}"
 
     @property
     def db_url(self) -> str:
-        """SQLAlchemy URL of the gradebook (a server database can replace it at scale)."""
-        return f"sqlite:///{(self.root / 'gradebook.db').resolve()}"
+        """SQLAlchemy URL of the class's gradebook: ``gradebook_url``, else ``gradebook.db``."""
+        return self.gradebook_url or self.template_url
 
     def release_notebook(self, lesson: Lesson) -> Path:
         """The student notebook nbgrader generated for ``lesson``."""

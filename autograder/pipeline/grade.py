@@ -4,7 +4,8 @@ Each (student, assignment) is one :mod:`autograder.pipeline.job` run in its own 
 its own folder under ``OUT/jobs``. A finished job leaves ``result.json``; a re-run after an
 interruption skips every job whose result is there and whose inputs did not change, so no grade
 is lost or duplicated. The parent then writes ``OUT/grades.csv``, ``OUT/feedback/`` and the
-nbgrader gradebook ``OUT/gradebook.db`` from the results alone.
+nbgrader gradebook ``OUT/gradebook.db`` from the results alone, and records the grades in the
+class's gradebook (see :mod:`autograder.pipeline.gradebook`) when asked to.
 """
 
 from __future__ import annotations
@@ -85,7 +86,8 @@ def grade_submissions(submitted: Path, course: Course, out: Path, *, workers: in
         progress: Show a progress bar with ETA on stderr.
         record_in_course: Also record the grades in ``course`` itself, as Formgrader and
             ``racelab release-feedback`` read them: its gradebook, ``autograded/`` (the
-            executed notebooks) and ``feedback/``.
+            executed notebooks) and ``feedback/``. A course with a ``gradebook_url`` always
+            has its grades recorded in that gradebook.
         cluster: Grade on a Dask cluster instead of local processes: a running scheduler's
             address, or ``local:N`` for N single-threaded local workers started for the run
             (``workers`` is then unused). See :mod:`autograder.pipeline.cluster`.
@@ -107,6 +109,10 @@ def grade_submissions(submitted: Path, course: Course, out: Path, *, workers: in
     write_csv(rows, out / "grades.csv")
     _write_gradebook(course, out / "gradebook.db", results.values())
     _collect_feedback(jobs, results, out / "feedback")
+    if record_in_course or course.gradebook_url:
+        stamps = {(job.student, job.assignment): _submission_stamps(job) for job in jobs}
+        gradebook.record_grades(course, results.values(),
+                                {key: _submitted_at(found) for key, found in stamps.items()})
     if record_in_course:
         _record_in_course(course, jobs, results)
     return rows
@@ -251,13 +257,9 @@ _SUBMISSION_STAMPS = ("timestamp.txt", "submission_secret.txt")
 
 
 def _record_in_course(course: Course, jobs: list[Job], results) -> None:
-    """Scores into the course's gradebook; executed notebooks and feedback into its folders."""
-    from nbgrader.api import Gradebook
-
+    """Executed notebooks and feedback into the course's folders (the grades are recorded in
+    its gradebook by :func:`gradebook.record_grades`)."""
     stamps = {(job.student, job.assignment): _submission_stamps(job) for job in jobs}
-    with nbgrader_environment(), Gradebook(course.db_url) as gb:
-        for key, result in results.items():
-            record_scores(gb, result, submitted_at=_submitted_at(stamps.get(key, {})))
     for job in jobs:
         result = results[(job.student, job.assignment)]
         where = Path(job.student) / job.assignment / result.notebook

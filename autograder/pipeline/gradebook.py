@@ -1,19 +1,30 @@
-"""The class's nbgrader gradebook: what in it decides a grade.
+"""The class's nbgrader gradebook: what in it decides a grade, and recording a run's grades.
 
 A course's ``gradebook.db`` (SQLite, written by ``nbgrader generate_assignment``) is the
 template every grading job copies. Its bytes change on every build (nbgrader gives each row a
 random id) and whenever grades are recorded in it, so a job's fingerprint reads what in it
 decides a grade, as data: :func:`assignment_digest`.
+
+The class's grades go to :attr:`Course.db_url <autograder.pipeline.course.Course.db_url>`:
+that same SQLite file, or a server database (``racelab grade --gradebook-url
+postgresql+psycopg://...``, one database per course, since nbgrader's queries do not filter by
+course). :func:`record_grades` copies the lessons' assignments, notebooks and cells from the
+template into a server gradebook, then records every result, all in one transaction.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import datetime
 from pathlib import Path
 
-from autograder.pipeline.course import Course
+from autograder.pipeline.course import Course, nbgrader_environment
+from autograder.pipeline.feedback import record_scores
+from autograder.pipeline.spec import JobResult
 
 _DIGESTS: dict[tuple, str] = {}
 
@@ -76,3 +87,71 @@ def max_score(course: Course, assignment: str) -> float:
     """The points ``assignment`` is worth, from the course's gradebook template."""
     content = assignment_content(course.root / "gradebook.db", assignment)
     return content["max_score"] if content else 0.0
+
+
+def record_grades(course: Course, results: Iterable[JobResult],
+                  submitted_at: Mapping[tuple[str, str], datetime | None]) -> None:
+    """Record ``results`` in the class's gradebook (``course.db_url``), in one transaction.
+
+    A server gradebook first gets the course's assignments, notebooks and cells, copied from
+    the template; the template already has them.
+
+    Args:
+        course: The course; its ``db_url`` is the gradebook written.
+        results: The jobs' results.
+        submitted_at: Each (student, assignment)'s submission time, when known.
+    """
+    from nbgrader.api import Gradebook
+
+    with nbgrader_environment(), Gradebook(course.db_url) as gb, one_transaction(gb):
+        if course.gradebook_url:
+            with Gradebook(course.template_url) as template:
+                copy_assignments(template, gb, [lesson.name for lesson in course.lessons])
+        for result in results:
+            record_scores(gb, result,
+                          submitted_at=submitted_at.get((result.student, result.assignment)))
+
+
+@contextlib.contextmanager
+def one_transaction(gb) -> Iterator[None]:
+    """Make everything done on the open ``Gradebook`` ``gb`` inside this block one transaction.
+
+    nbgrader commits after each call; here its commits only flush, and the block commits once
+    at its end, or rolls everything back when it raises.
+    """
+    session = gb.db
+    real_commit = session.commit
+    session.commit = session.flush
+    try:
+        yield
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        del session.commit
+    real_commit()
+
+
+def copy_assignments(source, target, names: Iterable[str]) -> None:
+    """Create or update in ``target`` the assignments ``names`` of ``source`` (open
+    ``Gradebook`` objects), with their notebooks and cells, as ``generate_assignment`` would."""
+    for name in names:
+        assignment = source.find_assignment(name)
+        target.update_or_create_assignment(name, duedate=assignment.duedate)
+        for nb in assignment.notebooks:
+            target.update_or_create_notebook(nb.name, name)
+            for cell in nb.grade_cells:
+                target.update_or_create_grade_cell(cell.name, nb.name, name,
+                                                   max_score=cell.max_score,
+                                                   cell_type=cell.cell_type)
+            for cell in nb.solution_cells:
+                target.update_or_create_solution_cell(cell.name, nb.name, name)
+            for cell in nb.task_cells:
+                target.update_or_create_task_cell(cell.name, nb.name, name,
+                                                  max_score=cell.max_score,
+                                                  cell_type=cell.cell_type)
+            for cell in nb.source_cells:
+                target.update_or_create_source_cell(cell.name, nb.name, name,
+                                                    cell_type=cell.cell_type,
+                                                    locked=cell.locked, source=cell.source,
+                                                    checksum=cell.checksum)
