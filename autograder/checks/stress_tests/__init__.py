@@ -28,9 +28,9 @@ and get the names below, whichever module holds them: ``settings`` (seed, budget
 benchmark workload), ``ledgers`` (the hidden ledgers of exercise 1 and :func:`batch`),
 ``servers`` (exercise 2's servers and the sanity of a benchmark's numbers), ``gil_hidden``
 (the hidden pure-Python ledgers of exercise 3), ``running`` (a student's code run with a
-deadline against each hidden implementation), ``grading`` (the three graders) and ``lab``
-(the notebook's throughput measurement). The module keeps the name ``stress_tests``: the
-lesson also imports the harness's ``stress``.
+deadline against each hidden implementation) and ``grading`` (the three graders); the
+notebook measures throughput with the student's own ``measure``. The module keeps the name
+``stress_tests``: the lesson also imports the harness's ``stress``.
 """
 
 from __future__ import annotations
@@ -53,7 +53,6 @@ from autograder.checks.stress_tests.grading import (
     check_measure,
     check_stress_test,
 )
-from autograder.checks.stress_tests.lab import predict_throughput
 from autograder.checks.stress_tests.ledgers import (
     CORRECT,
     RACY,
@@ -105,6 +104,4 @@ __all__ = [
     "explore_rows", "grade_against", "run_bounded", "verdict_table",
     # graders
     "check_explore_ledger", "check_measure", "check_stress_test",
-    # the notebook's throughput measurement
-    "predict_throughput",
 ]
