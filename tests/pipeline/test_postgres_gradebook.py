@@ -36,6 +36,16 @@ PG_BIN = sorted(Path("/usr/lib/postgresql").glob("*/bin/postgres"))
 WAIT_S = 60
 
 
+def server_ready(data: Path) -> bool:
+    """The postmaster says it accepts connections: the status line of ``postmaster.pid``, which
+    ``pg_ctl start --wait`` reads too."""
+    try:
+        lines = (data / "postmaster.pid").read_text().splitlines()
+    except FileNotFoundError:
+        return False
+    return len(lines) > 7 and lines[7].strip() == "ready"
+
+
 @pytest.fixture(scope="module")
 def postgres():
     """A PostgreSQL server on a private Unix socket; yields a function making a database's URL."""
@@ -62,9 +72,9 @@ def postgres():
                               stderr=subprocess.STDOUT, start_new_session=True, **as_user)
     try:
         deadline = time.monotonic() + WAIT_S
-        while not (folder / ".s.PGSQL.5432").exists():
+        while not server_ready(folder / "data"):  # its socket opens before it takes sessions
             assert server.poll() is None, (folder / "server.log").read_text()
-            assert time.monotonic() < deadline, "PostgreSQL did not open its socket"
+            assert time.monotonic() < deadline, "PostgreSQL did not get ready"
             time.sleep(0.05)
         admin = psycopg.connect(host=str(folder), user="racelab", dbname="postgres",
                                 autocommit=True, connect_timeout=WAIT_S)
