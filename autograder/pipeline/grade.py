@@ -104,7 +104,8 @@ def grade_submissions(submitted: Path, course: Course, out: Path, *, workers: in
         for lesson in course.lessons:
             result = results.get((student, lesson.name))
             rows.append(_row(result) if result else
-                        GradeRow(student, lesson.name, 0.0, _max_score(course, lesson.name),
+                        GradeRow(student, lesson.name, 0.0,
+                                 gradebook.max_score(course, lesson.name),
                                  Status.NOT_SUBMITTED.value, ""))
     write_csv(rows, out / "grades.csv")
     _write_gradebook(course, out / "gradebook.db", results.values())
@@ -113,8 +114,8 @@ def grade_submissions(submitted: Path, course: Course, out: Path, *, workers: in
         stamps = {(job.student, job.assignment): _submission_stamps(job) for job in jobs}
         gradebook.record_grades(course, results.values(),
                                 {key: _submitted_at(found) for key, found in stamps.items()})
-    if record_in_course:
-        _record_in_course(course, jobs, results)
+        if record_in_course:
+            _record_in_course(course, jobs, results, stamps)
     return rows
 
 
@@ -237,10 +238,6 @@ def _row(result: JobResult) -> GradeRow:
                     result.status, result.detail)
 
 
-def _max_score(course: Course, assignment: str) -> float:
-    return gradebook.max_score(course, assignment)
-
-
 def _write_gradebook(course: Course, path: Path, results) -> None:
     """Record every result in an nbgrader gradebook (a copy of the course's, for formgrader)."""
     from nbgrader.api import Gradebook
@@ -256,10 +253,10 @@ def _write_gradebook(course: Course, path: Path, results) -> None:
 _SUBMISSION_STAMPS = ("timestamp.txt", "submission_secret.txt")
 
 
-def _record_in_course(course: Course, jobs: list[Job], results) -> None:
-    """Executed notebooks and feedback into the course's folders (the grades are recorded in
-    its gradebook by :func:`gradebook.record_grades`)."""
-    stamps = {(job.student, job.assignment): _submission_stamps(job) for job in jobs}
+def _record_in_course(course: Course, jobs: list[Job], results,
+                      stamps: dict[tuple[str, str], dict[str, bytes]]) -> None:
+    """Executed notebooks, feedback and each submission's ``stamps`` into the course's folders
+    (the grades are recorded in its gradebook by :func:`gradebook.record_grades`)."""
     for job in jobs:
         result = results[(job.student, job.assignment)]
         where = Path(job.student) / job.assignment / result.notebook

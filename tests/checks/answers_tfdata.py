@@ -70,6 +70,15 @@ def reused_buffer_loader(read, n):
     return tf.data.Dataset.from_generator(generate, output_signature=SPEC).prefetch(2)
 
 
+def interval_resetting_loader(read, n):
+    """The reused-buffer loader, setting a 1 µs switch interval first, as if to keep its
+    producer in step with the dataset so the shared buffer never shows."""
+    import sys
+
+    sys.setswitchinterval(1e-6)
+    return reused_buffer_loader(read, n)
+
+
 def generator_function_loader(read, n):
     """``from_generator`` given the generator *function*: a fresh generator per iteration."""
     def generate():
@@ -84,7 +93,8 @@ def tensor_slices_loader(read, n):
             .map(_py(read), num_parallel_calls=4, deterministic=False))
 
 
-WRONG_LOADERS = [generator_object_loader, shared_counter_loader, reused_buffer_loader]
+WRONG_LOADERS = [generator_object_loader, shared_counter_loader, reused_buffer_loader,
+                 interval_resetting_loader]
 CORRECT_LOADERS = [generator_function_loader, tensor_slices_loader]
 
 

@@ -7,8 +7,10 @@ How each check decides, and why its counts are enough:
 
 - ``make_dataset``: two one-thread iterations first (a generator object or a shared counter
   fails the second one, deterministically), then ``stress`` (2 trials, two real threads
-  iterating one dataset at once). The reused-buffer loader's producer runs ahead of the
-  consumer, so records are overwritten on every run, already on one thread.
+  iterating one dataset at once). The one-thread run (three times) reads instantly, sets a
+  0.5 s switch interval and reads the elements after both iterations, so the reused-buffer
+  loader's producer overwrites records on every run, already on one thread; an answer that
+  changes the switch interval during the check fails for that.
 - ``augment``: one-thread properties (shape, shift range, input order, per-element and
   per-seed draws), then ``stress`` (2 trials) comparing concurrent iterations with the first
   run. Stateful random ops are drawn in a different order on every iteration of a parallel

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -18,7 +17,7 @@ from autograder.checks.tfdata.settings import (
     STRESS_TRIALS,
     TIMEOUT_S,
 )
-from autograder.harness import Result, stress
+from autograder.harness import Result, stress, tamper
 
 
 def run_loader(make_dataset: Callable[[Callable[[int], np.ndarray], int], Any], *,
@@ -66,8 +65,8 @@ def _one_thread_run(make_dataset: Callable[..., Any], n: int) -> None:
     # filling a shared buffer) runs as far ahead as it may before the dataset copies an element.
     # The elements are read only after both iterations: one that still shares the answer's
     # buffer shows what was written there last.
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(ONE_THREAD_SWITCH_S)
+    interval = tamper.getswitchinterval()
+    tamper.setswitchinterval(ONE_THREAD_SWITCH_S)
     try:
         dataset = make_dataset(_instant_read, n)
         first_elements = list(dataset)
@@ -83,7 +82,13 @@ def _one_thread_run(make_dataset: Callable[..., Any], n: int) -> None:
             f"{exception_line(error)} (expected each of "
             f"the {n} records exactly once)") from None
     finally:
-        sys.setswitchinterval(interval)
+        held = tamper.getswitchinterval() == ONE_THREAD_SWITCH_S
+        tamper.setswitchinterval(interval)
+    if not held:
+        raise AssertionError(
+            f"make_dataset: the answer called sys.setswitchinterval while the check ran "
+            f"(expected the {ONE_THREAD_SWITCH_S} s interval the check set to stay: it lets a "
+            f"thread the answer starts run as far ahead as it can)")
     for label, got in (("first", first), ("second", second)):
         problem = _describe(got, n)
         if problem:
