@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import _thread
 import concurrent.futures
+import gc
 import inspect
 import queue
 import sys
@@ -36,9 +37,31 @@ settrace = sys.settrace
 gettrace = sys.gettrace
 setswitchinterval = sys.setswitchinterval
 getswitchinterval = sys.getswitchinterval
-current_frames = sys._current_frames
+_sys_current_frames = sys._current_frames
+_gc_disable = gc.disable
+_gc_enable = gc.enable
+_gc_isenabled = gc.isenabled
 perf_counter = time.perf_counter
 monotonic = time.monotonic
+
+
+
+def current_frames() -> dict[int, types.FrameType]:
+    """``sys._current_frames()`` with the garbage collector paused while it runs.
+
+    CPython 3.11 holds the interpreter's thread-list lock while it builds the result, and the
+    frame objects it allocates there can start a collection. A finalizer run by that collection
+    that takes the same lock (a TensorFlow graph's does) deadlocks the thread while it holds the
+    GIL, and so the whole kernel. With the collector paused no code runs under the lock.
+    """
+    was_enabled = _gc_isenabled()
+    _gc_disable()
+    try:
+        return _sys_current_frames()
+    finally:
+        if was_enabled:
+            _gc_enable()
+
 
 def _is_builtin(obj: object, module: types.ModuleType, name: str) -> bool:
     return (
@@ -153,7 +176,10 @@ _OWN: dict[str, tuple[object, Callable[[object], bool]]] = {
     "threading.settrace": (threading_settrace, _python_in(threading)),
     "sys.settrace": (settrace, _sys_builtin("settrace")),
     "sys.setswitchinterval": (setswitchinterval, _sys_builtin("setswitchinterval")),
-    "sys._current_frames": (current_frames, _sys_builtin("_current_frames")),
+    "sys._current_frames": (_sys_current_frames, _sys_builtin("_current_frames")),
+    "gc.disable": (_gc_disable, lambda obj: _is_builtin(obj, gc, "disable")),
+    "gc.enable": (_gc_enable, lambda obj: _is_builtin(obj, gc, "enable")),
+    "gc.isenabled": (_gc_isenabled, lambda obj: _is_builtin(obj, gc, "isenabled")),
 }
 
 _harness_snapshot: list[tuple[str, object, str, object]] = []

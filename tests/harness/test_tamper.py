@@ -1,9 +1,11 @@
 """The tamper guard: code under test that replaces what the grader relies on never passes."""
 
 import queue
+import subprocess
 import sys
 import threading
 import types
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -12,6 +14,8 @@ import autograder.harness
 from autograder.harness import Result, explore, scheduler, stress, tamper
 
 from .subjects import SUBJECTS
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class NoopLock:
@@ -215,3 +219,50 @@ def test_a_replacement_made_before_the_harness_was_imported_is_caught(monkeypatc
 
 def test_a_forged_passing_result_is_not_ok():
     assert not Result("pass").ok
+
+
+# Threads parked in frames that have no frame object yet: sys._current_frames() allocates one
+# for each while it holds the interpreter's thread-list lock, and with a threshold of 1 the
+# second allocation starts a collection there. The gc callback then takes the same lock, as a
+# TensorFlow graph's finalizer does.
+_FRAMES_UNDER_COLLECTION = """
+import gc, sys, threading
+from autograder.harness import tamper
+
+gate = threading.Lock()
+gate.acquire()
+
+def parked():
+    gate.acquire()
+
+for _ in range(4):
+    threading.Thread(target=parked, daemon=True).start()
+armed = False
+
+def takes_the_thread_list_lock(phase, info):
+    if armed and phase == "start":
+        sys._current_frames()
+
+gc.callbacks.append(takes_the_thread_list_lock)
+gc.collect()
+gc.set_threshold(1)
+armed = True
+frames = {call}()
+armed = False
+print(len(frames), gc.isenabled())
+"""
+
+
+def _frames_under_collection(call: str, timeout: float) -> subprocess.CompletedProcess | None:
+    try:
+        return subprocess.run([sys.executable, "-c", _FRAMES_UNDER_COLLECTION.format(call=call)],
+                              cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def test_reading_every_threads_frame_never_deadlocks_in_a_finalizer_that_takes_the_thread_lock():
+    assert _frames_under_collection("sys._current_frames", timeout=5) is None  # the bare call hangs
+    done = _frames_under_collection("tamper.current_frames", timeout=60)
+    assert done is not None and done.returncode == 0, done and done.stderr
+    assert done.stdout.split() == ["5", "True"]  # every thread's frame; the collector back on

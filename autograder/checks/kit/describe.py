@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
-import sys
 import threading
 import traceback
 from collections.abc import Sequence
 
 from autograder.checks.plain import plain
+from autograder.harness import tamper
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 #: Where a TensorFlow op error happened, around what it says: ``{{function_node ...}}`` before
@@ -47,7 +47,7 @@ def describe_error(error: BaseException) -> str:
 
 
 def _stack_lines(thread: threading.Thread, depth: int = 4) -> list[str]:
-    frame = sys._current_frames().get(thread.ident or -1)
+    frame = tamper.current_frames().get(thread.ident or -1)
     if frame is None:
         return []
     frames = traceback.extract_stack(frame)[-depth:]
