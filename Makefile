@@ -13,7 +13,7 @@ PYTHON ?= $(shell for p in /usr/bin/python3 python3.11 python3.12 python3.13 pyt
 export TF_CPP_MIN_LOG_LEVEL := 2
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: help setup sandbox chromium demo test build lab instructor-lab tensorboard bench bench-lessons bench-grading bench-cluster worker lint clean
+.PHONY: help setup sandbox chromium demo test build lab instructor-lab tensorboard bench bench-lessons bench-grading bench-cluster worker hub lint clean
 
 help:
 	@echo "make demo   build the course and autograde the bundled demo class (prints scores)"
@@ -26,6 +26,7 @@ help:
 	@echo "make bench-lessons   each lesson's run time and hidden tests' time against the budgets"
 	@echo "make bench-grading   grading: racelab vs plain nbgrader, 1 vs 2 workers, repeatability"
 	@echo "make bench-cluster   grading on a local Dask cluster vs local workers (ARGS=... for fewer)"
+	@echo "make hub    JupyterHub for a class on this server (EXCHANGE=DIR PORT=8000 IP=... AUTH=dummy|shared-password|pam)"
 	@echo "make worker SCHEDULER=ADDRESS  a Dask grading worker for racelab grade --cluster ADDRESS"
 	@echo "make lint   ruff"
 
@@ -39,7 +40,7 @@ $(STAMP): pyproject.toml
 	@echo "Installing Race Lab into $(VENV) with $(PYTHON) ($$($(PYTHON) --version))"
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,cluster,gradebook]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[cluster,dev,gradebook,hub]'
 	@touch $(STAMP)
 
 # Grading kernels run inside bubblewrap (Debian package); installed here when missing.
@@ -99,6 +100,11 @@ bench-cluster: $(STAMP) sandbox
 worker: $(STAMP) sandbox
 	@if [ -z "$(SCHEDULER)" ]; then echo "usage: make worker SCHEDULER=tcp://HOST:8786" >&2; exit 1; fi
 	$(VENV)/bin/dask worker $(SCHEDULER) --nthreads 1
+
+# JupyterHub for a class on this server: each student's lab is `make lab` in class mode, with the
+# hub user as student id. AUTH=shared-password reads the class password from RACELAB_HUB_PASSWORD.
+hub: $(STAMP) sandbox
+	$(PY) -m autograder.hub $(if $(EXCHANGE),--exchange $(EXCHANGE)) $(if $(PORT),--port $(PORT)) $(if $(IP),--ip $(IP)) $(if $(AUTH),--authenticator $(AUTH))
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -16,11 +16,14 @@ def test_environment_yml_installs_this_project_and_nothing_else(repo):
     assert pythons == ["python=3.11"]
     assert "pip" in deps
     pip_lists = [d["pip"] for d in deps if isinstance(d, dict)]
-    assert pip_lists == [["-e .[dev]"]], "conda users must get the pins from pyproject.toml"
+    extras = sorted(project["optional-dependencies"])
+    assert pip_lists == [[f"-e .[{','.join(extras)}]"]], \
+        "conda users must get the pins, every extra included, from pyproject.toml"
+    makefile = (repo / "Makefile").read_text()
+    assert f"-e '.[{','.join(extras)}]'" in makefile, "make installs every extra too"
     assert sorted(d for d in deps if isinstance(d, str)) == ["pip", "python=3.11"], (
         "a conda package listed here would drift from pyproject.toml"
     )
-    assert "dev" in project["optional-dependencies"]
     low, high = re.match(r">=(\d+\.\d+),<(\d+\.\d+)", project["requires-python"]).groups()
     as_tuple = lambda v: tuple(int(x) for x in v.split("."))  # noqa: E731
     assert as_tuple(low) <= (3, 11) < as_tuple(high)

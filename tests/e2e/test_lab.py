@@ -14,33 +14,44 @@ in its own process) runs while the self-study notebook's Run All runs in its ker
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import json
 import re
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from autograder.pipeline.source import Lesson, read_lesson
 from tests.conftest import REPO
-from tests.e2e.lab import LabServer, chromium, start_lab
+from tests.e2e.lab import (
+    SHOTS,
+    VALIDATE_S,
+    LabServer,
+    Steps,
+    active_panel_id,
+    answers,
+    chromium,
+    close_dialog,
+    demo_answers,
+    finish,
+    menu,
+    press_validate,
+    run,
+    show,
+    start_lab,
+    validation_dialog,
+    write_answers,
+)
 
 LESSON = "01_warmup"
 RACY_EXERCISE = "ex_warmup_shared_predictor"
 #: The title of the exercise the racy answer breaks, as Validate names it.
 RACY_EXERCISE_TITLE = "Exercise 2: a shared predictor safe for concurrent first calls"
 STUDENT = "alice"
-SHOTS = REPO / "build" / "e2e"
-#: Bounds, in seconds: one grading job of lesson 01 takes 1-2 minutes on a loaded machine.
-VALIDATE_S = 420
+#: Bound, in seconds: one grading job of lesson 01 takes 1-2 minutes on a loaded machine.
 RUN_ALL_S = 420
-PANEL = ".jp-NotebookPanel"
 
 pytestmark = [
     pytest.mark.slow,
@@ -49,51 +60,11 @@ pytestmark = [
 ]
 
 
-def _solution(source: str) -> str:
-    """An answer cell as a student writes it: the solution without nbgrader's markers."""
-    return "\n".join(line for line in source.splitlines()
-                     if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
-
-
-def answers(lesson_source: Path) -> dict[str, str]:
-    """The solution of every answer cell of the lesson, by grade_id."""
-    notebook = read_lesson(Lesson(lesson_source.stem, lesson_source))
-    return {cell.metadata["nbgrader"]["grade_id"]: _solution(cell.source)
-            for cell in notebook.cells
-            if cell.metadata.get("nbgrader", {}).get("solution") and cell.cell_type == "code"}
-
-
 def racy_answer() -> str:
-    """The racy SharedPredictor of the demo class: it serves the model without warming it.
-
-    ``demo/racy/01_warmup.py`` holds ``# %% <grade_id>`` headers, each followed by a whole
-    answer cell (other ``# %% ...`` headers start blocks this test does not use).
-    """
-    path = REPO / "demo" / "racy" / f"{LESSON}.py"
-    blocks = re.split(r"^# %%[ \t]*(.*?)[ \t]*$", path.read_text(encoding="utf-8"),
-                      flags=re.MULTILINE)
-    cells = dict(zip(blocks[1::2], blocks[2::2], strict=True))
-    assert RACY_EXERCISE in cells, f"{path} has no '# %% {RACY_EXERCISE}' answer"
-    return cells[RACY_EXERCISE].strip("\n")
-
-
-def run(*args: str) -> subprocess.Popen:
-    """Start ``racelab ARGS`` (a console script of this venv)."""
-    racelab = Path(sys.executable).parent / "racelab"
-    return subprocess.Popen([str(racelab), *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
-
-
-def finish(process: subprocess.Popen, timeout: int = 300) -> str:
-    """Wait for a process started by :func:`run`; fail with its output unless it exits 0."""
-    try:
-        output, _ = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        output, _ = process.communicate()
-        pytest.fail(f"{process.args} took over {timeout} s:\n{output}")
-    assert process.returncode == 0, f"{process.args} exited {process.returncode}:\n{output}"
-    return output
+    """The racy SharedPredictor of the demo class: it serves the model without warming it."""
+    cells = demo_answers("racy", LESSON)
+    assert RACY_EXERCISE in cells, f"demo/racy/{LESSON}.py has no '# %% {RACY_EXERCISE}' answer"
+    return cells[RACY_EXERCISE]
 
 
 @pytest.fixture(scope="module")
@@ -115,38 +86,6 @@ def course(tmp_path_factory) -> dict[str, Path]:
     return paths
 
 
-class Steps:
-    """Named, timed test steps; a failing step leaves a screenshot and quotes the server log."""
-
-    def __init__(self, page, server: LabServer):
-        self.page, self.server = page, server
-        self.started = time.monotonic()
-        self.times: list[tuple[str, float]] = []
-
-    @contextlib.contextmanager
-    def __call__(self, name: str):
-        begun = time.monotonic()
-        try:
-            yield
-        except Exception as exc:
-            shot = SHOTS / f"failed-{re.sub(r'[^a-z0-9]+', '-', name.lower()).strip('-')}.png"
-            with contextlib.suppress(Exception):
-                self.page.screenshot(path=str(shot))
-            pytest.fail(f"step '{name}' failed: {type(exc).__name__}: {exc}\n"
-                        f"screenshot: {shot}\n--- server log ---\n{self.server.log_tail()}")
-        self.times.append((name, time.monotonic() - begun))
-
-    def report(self, path: Path) -> str:
-        """Print and write the step times."""
-        total = time.monotonic() - self.started
-        lines = [f"{seconds:7.1f} s  {name}" for name, seconds in self.times]
-        lines.append(f"{total:7.1f} s  total in the browser")
-        text = "\n".join(lines)
-        path.write_text(text + "\n", encoding="utf-8")
-        print(text)
-        return text
-
-
 def open_lab(page, server: LabServer, *, reset: bool = True) -> None:
     """Open ``/lab`` with the token and wait for the file browser.
 
@@ -166,60 +105,6 @@ def opens_unmodified(page, panel_id: str) -> None:
     tab = page.locator(f'.lm-TabBar-tab[data-id="{panel_id}"]')
     assert "jp-mod-dirty" not in (tab.get_attribute("class") or ""), \
         "the notebook is marked modified as soon as it opens"
-
-
-def active_panel_id(page) -> str:
-    """The DOM id of the notebook panel in front, once its cells are there."""
-    panel = page.locator(f"{PANEL}:not(.lm-mod-hidden)")
-    panel.locator(".jp-Cell").first.wait_for(timeout=60_000)
-    return panel.get_attribute("id")
-
-
-def show(page, panel_id: str) -> None:
-    """Bring a main-area tab to the front by its widget id."""
-    page.locator(f'.lm-TabBar-tab[data-id="{panel_id}"]').click()
-    page.locator(f"#{panel_id}:not(.lm-mod-hidden)").wait_for(timeout=10_000)
-
-
-def write_answers(page, panel_id: str, notebook: Path, new: dict[str, str]) -> None:
-    """Type each answer into its cell (found by the cell's position in ``notebook``)."""
-    cells = nbformat.read(notebook, as_version=4).cells
-    index = {c.metadata.get("nbgrader", {}).get("grade_id"): n for n, c in enumerate(cells)}
-    selector = f"#{panel_id} .jp-Cell"
-    page.wait_for_function("([sel, n]) => document.querySelectorAll(sel).length === n",
-                           arg=[selector, len(cells)], timeout=60_000)
-    dom_cells = page.locator(selector)
-    for grade_id, source in new.items():
-        editor = dom_cells.nth(index[grade_id]).locator(".cm-content")
-        editor.click()
-        page.keyboard.press("Control+a")
-        page.keyboard.insert_text(source)  # as pasted: no auto-indent, no auto-closed brackets
-        page.keyboard.press("Escape")
-
-
-def menu(page, top: str, item: str) -> None:
-    """Click ``top`` in the menu bar, then ``item`` in its menu."""
-    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(f"^{re.escape(top)}$")).click()
-    page.locator(".lm-Menu .lm-Menu-itemLabel",
-                 has_text=re.compile(f"^{re.escape(item)}$")).click()
-
-
-def press_validate(page, panel_id: str) -> None:
-    """Press nbgrader's Validate button of a notebook; the dialog comes later."""
-    page.locator(f"#{panel_id} .validate-button").click()
-
-
-def validation_dialog(page) -> str:
-    """Wait for the Validate dialog; returns its message's classes."""
-    message = page.locator(".jp-Dialog #validation-message")
-    message.wait_for(timeout=VALIDATE_S * 1000)
-    return message.get_attribute("class") or ""
-
-
-def close_dialog(page) -> None:
-    """Press the dialog's Ok button."""
-    page.locator(".jp-Dialog .jp-mod-accept").click()
-    page.locator(".jp-Dialog").wait_for(state="detached", timeout=10_000)
 
 
 _PROMPTS = """panel => {
