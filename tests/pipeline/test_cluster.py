@@ -1,20 +1,21 @@
-"""Grading on a Dask cluster: real scheduler and worker processes, started here, killed by PID.
+"""Grading on a Dask cluster: real scheduler and worker processes, killed by PID.
 
-Three demo students (``correct``, ``racy``, ``empty``) on lesson 00 (no TensorFlow) are graded
-locally once per module; each cluster run must give the same rows. One test kills the worker
-grading ``racy`` while its job runs: that notebook alone is ``worker-lost``, run once, and the
-same call again grades only it.
+Three demo students (``correct``, ``racy``, ``empty``) on lesson 00 (no TensorFlow) and lesson
+06 (TensorFlow's profiler; the cheapest TensorFlow lesson to grade) are graded locally on 2
+workers once per module. ``racelab grade --cluster`` on a real ``dask scheduler`` with two
+``dask worker`` processes, recording into a real PostgreSQL gradebook, must give the same rows,
+and the database the same scores as its ``grades.csv`` (engines: :mod:`tests.pipeline.engines`,
+started for each test and stopped by PID). One test kills the worker grading ``racy`` on lesson
+00 while its job runs: that notebook alone is ``worker-lost``, run once, and the same call again
+grades only it.
 """
 
-import csv
 import os
 import shutil
 import signal
 import subprocess
-import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
+from dataclasses import replace
 
 import pytest
 
@@ -29,26 +30,24 @@ from autograder.pipeline.demo import make_submissions  # noqa: E402
 from autograder.pipeline.grade import grade_submissions  # noqa: E402
 from autograder.pipeline.spec import Limits  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
+from tests.pipeline.engines import (  # noqa: E402
+    BIN,
+    DASK_WAIT_S,
+    csv_rows,
+    dask_cluster,
+    gradebook_rows,
+    postgres_server,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
-LESSON = "00_anatomy"
+#: Lesson 00, and the TensorFlow lesson that grades fastest (lesson 06, about 5 s a notebook).
+LESSONS = ("00_anatomy", "06_tracing")
+#: The lesson of the worker-lost test (the fastest to grade).
+LESSON = LESSONS[0]
 STUDENTS = ("correct", "racy", "empty")
 LIMITS = Limits(cell_timeout_s=60, memory_mb=1500, job_timeout_s=240)
-BIN = Path(sys.executable).parent
-#: Bound on every wait for a condition (startup, a job to start, a run to end).
-WAIT_S = 120
-
-
-def wait_for(condition, what: str, timeout: float = WAIT_S):
-    """``condition()``'s first truthy value, polled until ``timeout`` seconds have passed."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 def key(row) -> tuple:
@@ -57,11 +56,13 @@ def key(row) -> tuple:
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
-    """Lesson 00's course, the three students' submissions and their local rows (2 workers)."""
+    """The lessons' course, the three students' submissions and their local rows (2 workers):
+    ``local`` maps (student, assignment) to the row's key."""
     root = tmp_path_factory.mktemp("cluster-class")
     solutions = root / "solutions"
     solutions.mkdir()
-    shutil.copy(REPO / "solutions" / f"{LESSON}.py", solutions)
+    for lesson in LESSONS:
+        shutil.copy(REPO / "solutions" / f"{lesson}.py", solutions)
     course = make_course(solutions, root / "course")
     students = root / "demo"
     for student in STUDENTS:
@@ -70,45 +71,22 @@ def demo(tmp_path_factory):
     rows = grade_submissions(root / "submitted", course, root / "local", workers=2,
                              limits=LIMITS, progress=False)
     return {"root": root, "solutions": solutions, "course": course,
-            "submitted": root / "submitted", "local": {r.student: key(r) for r in rows}}
+            "submitted": root / "submitted",
+            "local": {(r.student, r.assignment): key(r) for r in rows}}
 
 
 @pytest.fixture
 def cluster(tmp_path):
     """A ``dask scheduler`` (no retries) and two single-threaded ``dask worker`` processes."""
-    env = {**os.environ, "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0",
-           "TMPDIR": str(tmp_path)}  # a job orphaned by a killed worker leaves its folder here
-    file = tmp_path / "scheduler.json"
-    processes = []
+    with dask_cluster(tmp_path) as running:
+        yield running
 
-    def start(*argv: str) -> subprocess.Popen:
-        log = (tmp_path / f"{argv[1]}-{len(processes)}.log").open("wb")
-        process = subprocess.Popen([str(BIN / "dask"), *argv], env=env, stdout=log,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
-        processes.append(process)
-        return process
 
-    try:
-        start("scheduler", "--scheduler-file", str(file), "--host", "127.0.0.1", "--port", "0",
-              "--no-dashboard")
-        wait_for(lambda: file.exists() and file.stat().st_size > 0, "the scheduler file")
-        workers = [start("worker", "--scheduler-file", str(file), "--nthreads", "1",
-                         "--no-nanny", "--no-dashboard", "--host", "127.0.0.1",
-                         "--memory-limit", "0") for _ in range(2)]
-        client = Client(scheduler_file=str(file), timeout="60s")
-        try:
-            client.wait_for_workers(2, timeout=WAIT_S)
-            pids = client.run(os.getpid)  # worker address -> its process id
-            yield {"address": client.scheduler.address, "client": client,
-                   "workers": {pid: address for address, pid in pids.items()},
-                   "processes": workers}
-        finally:
-            client.close()
-    finally:
-        for process in processes:
-            if process.poll() is None:
-                os.kill(process.pid, signal.SIGKILL)
-            process.wait(timeout=30)
+@pytest.fixture
+def gradebook_url():
+    """A database of its own on a real PostgreSQL server, stopped by PID after the test."""
+    with postgres_server() as database:
+        yield database("racelab_cluster")
 
 
 def attempts(client: Client) -> dict[str, int]:
@@ -122,28 +100,29 @@ def attempts(client: Client) -> dict[str, int]:
     return counts
 
 
-def csv_rows(path: Path) -> dict[str, tuple]:
-    with path.open(newline="", encoding="utf-8") as handle:
-        return {r["student"]: (r["student"], r["assignment"], float(r["score"]),
-                               float(r["max_score"]), r["status"])
-                for r in csv.DictReader(handle)}
-
-
-def test_cluster_grades_as_local_workers_do(demo, cluster, tmp_path):
+def test_cluster_grades_as_local_workers_do(demo, cluster, gradebook_url, tmp_path):
+    local = set(demo["local"].values())
+    assert {(student, lesson) for student, lesson, *_ in local} == \
+        {(student, lesson) for student in STUDENTS for lesson in LESSONS}
+    assert {status for *_, status in local} == {"graded"}
     out = tmp_path / "out"
     run = subprocess.run([str(BIN / "racelab"), "grade", str(demo["submitted"]), "--out",
                           str(out), "--solutions", str(demo["solutions"]), "--cluster",
-                          cluster["address"], "--cell-timeout", str(LIMITS.cell_timeout_s),
+                          cluster["address"], "--gradebook-url", gradebook_url,
+                          "--cell-timeout", str(LIMITS.cell_timeout_s),
                           "--memory-mb", str(LIMITS.memory_mb)],
-                         capture_output=True, text=True, timeout=WAIT_S * 2, check=False)
+                         capture_output=True, text=True, timeout=DASK_WAIT_S * 2, check=False)
     assert run.returncode == 0, run.stderr[-3000:]
-    assert csv_rows(out / "grades.csv") == demo["local"]
-    assert sorted(attempts(cluster["client"]).values()) == [1, 1, 1]
+    graded = csv_rows(out / "grades.csv")
+    assert graded == local
+    assert gradebook_rows(gradebook_url) == {row[:4] for row in graded}
+    assert sorted(attempts(cluster["client"]).values()) == [1] * len(local)
     for student in STUDENTS:
-        feedback = out / "feedback" / student / LESSON / f"{LESSON}.html"
-        assert feedback.exists()
-        assert "racelab-job-" not in feedback.read_text(encoding="utf-8")  # no worker paths
-        assert (out / "jobs" / student / f"{LESSON}.done.json").exists()
+        for lesson in LESSONS:
+            feedback = out / "feedback" / student / lesson / f"{lesson}.html"
+            assert feedback.exists()
+            assert "racelab-job-" not in feedback.read_text(encoding="utf-8")  # no worker paths
+            assert (out / "jobs" / student / f"{lesson}.done.json").exists()
 
 
 def job_process(worker_pid: int, student: str) -> psutil.Process | None:
@@ -173,10 +152,14 @@ def find_job(cluster: dict, student: str) -> tuple[int, psutil.Process] | None:
 
 def test_worker_lost_mid_job_is_reported_once_and_graded_on_the_next_run(demo, cluster,
                                                                          tmp_path):
+    """On lesson 00 alone: the same course, with its other lesson left out of the run."""
     out = tmp_path / "out"
+    course = replace(demo["course"],
+                     lessons=tuple(x for x in demo["course"].lessons if x.name == LESSON))
+    local = {found: row for found, row in demo["local"].items() if found[1] == LESSON}
 
     def grade():
-        return grade_submissions(demo["submitted"], demo["course"], out, limits=LIMITS,
+        return grade_submissions(demo["submitted"], course, out, limits=LIMITS,
                                  progress=False, cluster=cluster["address"])
 
     with ThreadPoolExecutor(max_workers=1) as pool:
@@ -184,22 +167,25 @@ def test_worker_lost_mid_job_is_reported_once_and_graded_on_the_next_run(demo, c
         worker_pid, job = wait_for(lambda: find_job(cluster, "racy"), "racy's job to start")
         os.kill(worker_pid, signal.SIGKILL)  # the worker, while its job runs
         job.kill()  # its orphaned job process (the sandbox dies with it)
-        rows = {r.student: r for r in first.result(timeout=WAIT_S * 2)}
+        rows = {r.student: r for r in first.result(timeout=DASK_WAIT_S * 2)}
 
+    assert {r.assignment for r in rows.values()} == {LESSON}
     lost = rows["racy"]
     assert lost.status == "worker-lost"
     assert cluster["workers"][worker_pid] in lost.detail
     for student in ("correct", "empty"):
-        assert key(rows[student]) == demo["local"][student]
+        assert key(rows[student]) == local[(student, LESSON)]
     counts = attempts(cluster["client"])
     assert [n for task, n in counts.items() if "-racy-" in task] == [1]  # never run again
     assert sum(counts.values()) == 3
     assert not (out / "jobs" / "racy" / f"{LESSON}.done.json").exists()
     assert not (out / "feedback" / "racy").exists()
-    assert csv_rows(out / "grades.csv")["racy"][4] == "worker-lost"
+    assert {row[4] for row in csv_rows(out / "grades.csv") if row[0] == "racy"} == \
+        {"worker-lost"}
 
-    again = {r.student: key(r) for r in grade()}  # the same call, on the worker left
-    assert again == demo["local"]
+    # the same call, on the worker left
+    again = {(r.student, r.assignment): key(r) for r in grade()}
+    assert again == local
     counts = attempts(cluster["client"])
     assert sum(counts.values()) == 4  # only racy was sent again
     assert [n for task, n in counts.items() if "-racy-" in task] == [1, 1]
