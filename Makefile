@@ -13,7 +13,7 @@ PYTHON ?= $(shell for p in /usr/bin/python3 python3.11 python3.12 python3.13 pyt
 export TF_CPP_MIN_LOG_LEVEL := 2
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: help setup sandbox chromium demo test build lab instructor-lab tensorboard bench bench-lessons bench-grading bench-cluster worker hub lint clean
+.PHONY: help setup sandbox chromium postgresql demo test build lab instructor-lab tensorboard bench bench-lessons bench-grading bench-cluster worker hub lint clean
 
 help:
 	@echo "make demo   build the course and autograde the bundled demo class (prints scores)"
@@ -63,10 +63,25 @@ ifeq ($(CHROMIUM),)
 	else echo "The browser test needs Debian's chromium: sudo apt-get install chromium" >&2; exit 1; fi
 endif
 
+# The gradebook, cluster and hub tests start their own PostgreSQL server from Debian's programs
+# (never a system service: no main cluster is created); installed when missing.
+POSTGRES := $(wildcard /usr/lib/postgresql/*/bin/postgres)
+postgresql:
+ifeq ($(POSTGRES),)
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "Installing PostgreSQL's server programs (the gradebook tests start their own server)"; \
+	  mkdir -p /etc/postgresql-common; \
+	  test -e /etc/postgresql-common/createcluster.conf || \
+	    echo "create_main_cluster = false" > /etc/postgresql-common/createcluster.conf; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    -o Dpkg::Options::=--force-confold --no-install-recommends postgresql) >/dev/null; \
+	else echo "The gradebook tests need PostgreSQL: sudo apt-get install postgresql" >&2; exit 1; fi
+endif
+
 demo: $(STAMP) sandbox
 	$(VENV)/bin/racelab demo
 
-test: $(STAMP) sandbox chromium
+test: $(STAMP) sandbox chromium postgresql
 	$(PY) -m pytest
 
 build: $(STAMP)
