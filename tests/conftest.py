@@ -4,6 +4,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["tests.watchdog"]
+
 REPO = Path(__file__).resolve().parent.parent
 
 
