@@ -201,6 +201,14 @@ class Steps:
         return text
 
 
+def one_lesson_solutions(tmp: Path, lesson: str) -> Path:
+    """``tmp/solutions`` holding ``lesson``'s source alone: the sources of a one-lesson course."""
+    solutions = tmp / "solutions"
+    solutions.mkdir()
+    shutil.copy(REPO / "solutions" / f"{lesson}.py", solutions)
+    return solutions
+
+
 def demo_answers(student: str, lesson: str) -> dict[str, str]:
     """A demo student's answer cells of ``lesson``, by grade_id.
 

@@ -13,12 +13,10 @@ the database server are stopped by PID.
 from __future__ import annotations
 
 import csv
-import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
 from tests.e2e.hub import HubServer, running_hub
 from tests.e2e.lab import (
     SHOTS,
@@ -30,6 +28,7 @@ from tests.e2e.lab import (
     close_dialog,
     demo_answers,
     finish,
+    one_lesson_solutions,
     press_validate,
     run,
     show,
@@ -52,9 +51,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 def course(tmp_path_factory) -> dict[str, Path]:
     """Lesson 00 released with ``racelab release`` to a temporary exchange."""
     tmp = tmp_path_factory.mktemp("hub")
-    solutions = tmp / "solutions"
-    solutions.mkdir()
-    shutil.copy(REPO / "solutions" / f"{LESSON}.py", solutions)
+    solutions = one_lesson_solutions(tmp, LESSON)
     paths = {"tmp": tmp, "solutions": solutions, "course": tmp / "course",
              "exchange": tmp / "exchange", "hub": tmp / "hub"}
     finish(run("release", LESSON, "--solutions", str(solutions), "--course",

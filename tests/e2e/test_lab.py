@@ -17,7 +17,6 @@ from __future__ import annotations
 import csv
 import json
 import re
-import shutil
 import time
 from pathlib import Path
 
@@ -37,6 +36,7 @@ from tests.e2e.lab import (
     demo_answers,
     finish,
     menu,
+    one_lesson_solutions,
     press_validate,
     run,
     show,
@@ -71,9 +71,7 @@ def racy_answer() -> str:
 def course(tmp_path_factory) -> dict[str, Path]:
     """Lesson 01 built with ``racelab build`` and released to a temporary exchange."""
     tmp = tmp_path_factory.mktemp("lab")
-    solutions = tmp / "solutions"
-    solutions.mkdir()
-    shutil.copy(REPO / "solutions" / f"{LESSON}.py", solutions)
+    solutions = one_lesson_solutions(tmp, LESSON)
     paths = {"tmp": tmp, "solutions": solutions, "home": tmp / "student-home",
              "course": tmp / "course", "release_course": tmp / "release-course",
              "exchange": tmp / "exchange"}
