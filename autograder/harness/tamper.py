@@ -45,7 +45,6 @@ perf_counter = time.perf_counter
 monotonic = time.monotonic
 
 
-
 def current_frames() -> dict[int, types.FrameType]:
     """``sys._current_frames()`` with the garbage collector paused while it runs.
 

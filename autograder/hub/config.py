@@ -2,9 +2,10 @@
 
 ``python -m autograder.hub`` writes ``<home>/jupyterhub_config.py``, two lines that call
 :func:`configure` with a :class:`HubSetup`. JupyterHub runs it in the hub process, so the
-spawn hook below runs there too: before a student's server starts, it writes that student's
-Jupyter config with :func:`autograder.lab.config.write_config`, the same files ``make lab
-EXCHANGE=DIR STUDENT=<hub user>`` writes, under ``<home>/users/<name>/``.
+spawn hook below runs there too: it makes the student's folder ``<home>/users/<name>/`` and
+points their server at it. The server (:mod:`autograder.hub.singleuser`, run as the student's
+user) then writes its Jupyter config with :func:`autograder.lab.config.write_config`, the same
+files ``make lab EXCHANGE=DIR STUDENT=<hub user>`` writes.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from autograder.lab.config import REPO, LabSetup, write_config
+from autograder.lab.config import REPO, LabSetup
 
 #: Hub user names become nbgrader student ids and folder names: lower-case letters, digits,
 #: ``-`` and ``_``, starting with a letter or digit (nbgrader splits exchange files on ``+``).
@@ -25,6 +26,8 @@ USERNAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,31}$"
 AUTHENTICATORS = ("dummy", "shared-password", "pam")
 #: The environment variable that holds the class password of ``shared-password``.
 PASSWORD_VARIABLE = "RACELAB_HUB_PASSWORD"
+#: The environment variable that hands a student's server the :class:`HubSetup`.
+SETUP_VARIABLE = "RACELAB_HUB_SETUP"
 _BIN = Path(sys.executable).parent
 
 
@@ -98,23 +101,27 @@ def students_run_as_hub_user(setup: HubSetup) -> bool:
     return setup.authenticator != "pam"
 
 
-def _give_to(folder: Path, account: pwd.struct_passwd) -> None:
-    """Make ``folder`` and everything in it ``account``'s, readable by it alone."""
-    for path in [folder, *folder.rglob("*")]:
-        os.chown(path, account.pw_uid, account.pw_gid, follow_symlinks=False)
-    folder.chmod(0o700)
-
-
 def _prepare_student(setup: HubSetup, spawner: Any) -> None:
-    """JupyterHub's ``pre_spawn_hook``: write the student's lab, point their server at it."""
+    """JupyterHub's ``pre_spawn_hook``: the student's folder, and their server pointed at it.
+
+    With ``pam`` login the folder is handed to the student's account, readable by it alone;
+    nothing inside it is touched here (the hub runs as root, and a student could put a link
+    there). Only the hub writes ``<home>`` and ``users/``, so the folder itself cannot be one.
+    """
     name = spawner.user.name
     lab = setup.student_lab(name)
-    write_config(lab)
+    folder = lab.home.parent
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    if not folder.exists():
+        folder.mkdir(mode=0o700)
     if not students_run_as_hub_user(setup):
-        for shared in (setup.home, setup.home / "users"):
+        for shared in (setup.home, folder.parent):
             shared.chmod(0o711)  # each student reaches their own folder, lists no other
-        _give_to(lab.home.parent, pwd.getpwnam(name))
+        account = pwd.getpwnam(name)
+        os.chown(folder, account.pw_uid, account.pw_gid, follow_symlinks=False)
+        folder.chmod(0o700)
     spawner.environment.update(lab.environment())
+    spawner.environment[SETUP_VARIABLE] = setup.to_json()
     spawner.notebook_dir = str(lab.root_dir)
 
 
@@ -150,7 +157,7 @@ def configure(c: Any, setup: HubSetup) -> None:
         c.Spawner.args = ["--allow-root"] if os.geteuid() == 0 else []
     else:
         c.JupyterHub.spawner_class = "localprocess"
-    c.Spawner.cmd = [str(_BIN / "jupyterhub-singleuser")]
+    c.Spawner.cmd = [sys.executable, "-m", "autograder.hub.singleuser"]
     c.Spawner.default_url = "/lab"
     c.Spawner.http_timeout = 120
     c.Spawner.start_timeout = 120

@@ -15,6 +15,7 @@ from jupyterhub.auth import DummyAuthenticator  # noqa: E402
 from traitlets.config import Config  # noqa: E402
 
 from autograder.hub.config import USERNAME_PATTERN, HubSetup, configure  # noqa: E402
+from autograder.hub.singleuser import write_student_lab  # noqa: E402
 from autograder.lab.config import LabSetup, server_config  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
 
@@ -29,9 +30,15 @@ def spawn(setup: HubSetup, name: str) -> SimpleNamespace:
     return spawner
 
 
+def start_server(spawner: SimpleNamespace) -> None:
+    """What the student's server does first: write its lab from the spawner's environment."""
+    write_student_lab({**spawner.environment, "JUPYTERHUB_USER": spawner.user.name})
+
+
 def test_each_students_server_gets_the_class_mode_lab_with_the_hub_user_as_student_id(tmp_path):
     setup = HubSetup(tmp_path / "hub", tmp_path / "exchange")
     spawner = spawn(setup, "alice")
+    start_server(spawner)
     folder = tmp_path / "hub" / "users" / "alice"
     config = folder / "lab" / "config"
     assert spawner.environment["JUPYTER_CONFIG_DIR"] == str(config)
@@ -69,9 +76,9 @@ def test_with_pam_login_each_student_owns_a_folder_no_other_account_can_read(tmp
     spawn(setup, "nobody")  # an account every Debian system has
     folder = tmp_path / "hub" / "users" / "nobody"
     nobody = pwd.getpwnam("nobody")
-    for path in [folder, *folder.rglob("*")]:
-        assert (path.stat().st_uid, path.stat().st_gid) == (nobody.pw_uid, nobody.pw_gid), path
+    assert (folder.stat().st_uid, folder.stat().st_gid) == (nobody.pw_uid, nobody.pw_gid)
     assert folder.stat().st_mode & 0o777 == 0o700
+    assert not any(folder.iterdir()), "the hub (root) wrote inside the student's folder"
     assert (tmp_path / "hub" / "users").stat().st_mode & 0o777 == 0o711
 
 
