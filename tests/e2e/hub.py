@@ -76,7 +76,6 @@ def running_hub(home: Path, exchange: Path, solutions: Path, log: Path) -> Itera
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=handle,
                                    stderr=subprocess.STDOUT, start_new_session=True)
     hub = HubServer(f"http://127.0.0.1:{port}", home, process, log)
-    seen: dict[int, psutil.Process] = {}
     try:
         deadline = time.monotonic() + SERVER_START_S
         while not hub.answers("/hub/api"):
@@ -89,7 +88,7 @@ def running_hub(home: Path, exchange: Path, solutions: Path, log: Path) -> Itera
             time.sleep(0.5)
         yield hub
     finally:
-        seen.update({p.pid: p for p in hub.family()})
+        family = hub.family()
         if process.poll() is None:
             os.kill(process.pid, signal.SIGTERM)
             try:
@@ -97,6 +96,6 @@ def running_hub(home: Path, exchange: Path, solutions: Path, log: Path) -> Itera
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(timeout=10)
-        for child in seen.values():
+        for child in family:
             with contextlib.suppress(psutil.Error):
                 child.kill()
