@@ -5,26 +5,8 @@ from __future__ import annotations
 import json
 import os
 
-GRADING_ENV = "RACELAB_GRADING"
-"""Set by the grading pipeline in every grading kernel's environment."""
-
 CLAIMS_ENV = "RACELAB_CLAIMS_FILE"
 """When set, :func:`claim` appends a JSON line per claim to this file (the lesson test reads it)."""
-
-
-def is_grading() -> bool:
-    """True when the notebook runs inside the autograder rather than in front of a student."""
-    return os.environ.get(GRADING_ENV) == "1"
-
-
-def trials(n: int, *, when_grading: int = 2) -> int:
-    """How many trials a live demonstration runs: ``n`` for a student, fewer when grading.
-
-    Live "see it break" cells are not graded, and the autograder re-runs every cell of every
-    submission; running them with ``when_grading`` trials keeps a class's grading time down
-    while the demonstration still runs for real. Graded checks never use this.
-    """
-    return min(n, when_grading) if is_grading() else n
 
 
 def quick_test_passed() -> None:
@@ -47,16 +29,14 @@ def claim(text: str, holds: object) -> None:
     naming the claim, when one did not hold. A demonstration that does not show its point every
     time is redesigned, never retried.
 
-    In a grading kernel the demonstrations run with fewer trials (see :func:`trials`), so claims
-    are neither printed nor recorded there.
+    The grader does not run the lesson's demonstrations (see
+    :func:`autograder.pipeline.cells.demonstrations`), so nothing here asks whether it is graded.
 
     Args:
         text: The claim, in the words the lesson uses.
         holds: Whether this run showed it (anything with a truth value).
     """
     held = bool(holds)
-    if is_grading():
-        return
     path = os.environ.get(CLAIMS_ENV)
     if path:
         with open(path, "a", encoding="utf-8") as claims:

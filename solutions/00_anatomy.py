@@ -60,7 +60,7 @@ import time
 
 from autograder.checks import anatomy
 from autograder.harness import explore, replay, timeline
-from autograder.lesson import claim, quick_test_passed, trials
+from autograder.lesson import claim, quick_test_passed
 
 print("Python", platform.python_version(), platform.python_implementation())
 print("switch interval:", sys.getswitchinterval(), "s")
@@ -93,7 +93,7 @@ def add_plus_equals(counter, n):
 # %%
 THREADS = 4
 finals = anatomy.count_trials(Counter, add_plus_equals, threads=THREADS, per_thread=200_000,
-                              trials=trials(5))
+                              trials=5)
 print("final values:", finals)
 print(anatomy.describe_losses(finals, THREADS * 200_000))
 claim("x += 1 from four threads lost no increment in any trial",
@@ -118,7 +118,7 @@ def add_after_a_pause(counter, n):
 
 # %%
 finals = anatomy.count_trials(Counter, add_after_a_pause, threads=THREADS, per_thread=2_000,
-                              trials=trials(5))
+                              trials=5)
 print("final values:", finals)
 print(anatomy.describe_losses(finals, THREADS * 2_000))
 claim("read, sleep(0), write lost increments in every trial",
@@ -151,7 +151,7 @@ def add_through_calls(counter, n):
 
 # %%
 finals = anatomy.count_trials(Counter, add_through_calls, threads=THREADS, per_thread=100_000,
-                              trials=trials(5), switch_interval=1e-5)
+                              trials=5, switch_interval=1e-5)
 print("final values:", finals)
 print(anatomy.describe_losses(finals, THREADS * 100_000))
 claim("read, call, write lost increments in at least one trial",
@@ -184,7 +184,7 @@ class RacyCache:
 # returns, per trial, how many times the loader ran and how long the four calls took:
 
 # %%
-racy_runs = anatomy.cache_trials(RacyCache, threads=THREADS, trials=trials(5))
+racy_runs = anatomy.cache_trials(RacyCache, threads=THREADS, trials=5)
 loads = [n for n, _ in racy_runs]
 print("loads per trial:", loads)
 print(f"loaded more than once in {sum(n > 1 for n in loads)} of {len(loads)} trials")
@@ -237,9 +237,9 @@ previous = sys.getswitchinterval()
 sys.setswitchinterval(1e-6)  # ask for a switch every microsecond
 try:
     plus_equals = anatomy.count_trials(Counter, add_plus_equals, threads=THREADS,
-                                       per_thread=200_000, trials=trials(5))
+                                       per_thread=200_000, trials=5)
     through_calls = anatomy.count_trials(Counter, add_through_calls, threads=THREADS,
-                                         per_thread=100_000, trials=trials(5))
+                                         per_thread=100_000, trials=5)
 finally:
     sys.setswitchinterval(previous)
 print("+=            :", anatomy.describe_losses(plus_equals, THREADS * 200_000))
@@ -586,7 +586,7 @@ class OnceCache:
 
 
 # %%
-once_runs = anatomy.cache_trials(OnceCache, threads=THREADS, trials=trials(5))
+once_runs = anatomy.cache_trials(OnceCache, threads=THREADS, trials=5)
 print("loads per trial, four threads asking for one key:", [n for n, _ in once_runs])
 
 # %% nbgrader={"grade": true, "grade_id": "test_anatomy_cache", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
@@ -651,9 +651,9 @@ racy_loads, racy_s = summary(racy_runs)
 once_loads, once_s = summary(once_runs)
 print(f"same key:       RacyCache {racy_loads:.1f} loads in {racy_s * 1e3:5.1f} ms | "
       f"OnceCache {once_loads:.1f} loads in {once_s * 1e3:5.1f} ms")
-racy_diff = summary(anatomy.cache_trials(RacyCache, threads=THREADS, trials=trials(5),
+racy_diff = summary(anatomy.cache_trials(RacyCache, threads=THREADS, trials=5,
                                          same_key=False))
-once_diff = summary(anatomy.cache_trials(OnceCache, threads=THREADS, trials=trials(5),
+once_diff = summary(anatomy.cache_trials(OnceCache, threads=THREADS, trials=5,
                                          same_key=False))
 print(f"different keys: RacyCache {racy_diff[0]:.1f} loads in {racy_diff[1] * 1e3:5.1f} ms | "
       f"OnceCache {once_diff[0]:.1f} loads in {once_diff[1] * 1e3:5.1f} ms "

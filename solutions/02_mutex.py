@@ -66,7 +66,7 @@ import tensorflow as tf
 
 from autograder.checks import mutex
 from autograder.harness import explore, replay
-from autograder.lesson import claim, quick_test_passed, trials
+from autograder.lesson import claim, quick_test_passed
 
 # %matplotlib inline
 tf.get_logger().setLevel("ERROR")
@@ -149,7 +149,7 @@ print(metrics.snapshot())
 # the snapshots that break the invariant, and the requests missing at the end. Run it:
 
 # %%
-plain = mutex.torn_snapshots(NaiveMetrics, handle, model, trials=trials(20))
+plain = mutex.torn_snapshots(NaiveMetrics, handle, model, trials=20)
 print(f"trials with a torn snapshot or a lost request: {plain.broken_trials} of {len(plain.torn)}")
 print(f"snapshots checked: {sum(plain.taken)}, torn: {sum(plain.torn)}, lost requests: {sum(plain.lost)}")
 claim("plain threads tore no snapshot and lost no request, in any trial", plain.broken_trials == 0)
@@ -207,7 +207,7 @@ claim("replaying the schedule gave the same verdict", again.verdict == torn.verd
 # schedules each needed:
 
 # %%
-found = [explore(setup, [one_request, dashboard], consistent, seed=s) for s in range(trials(10))]
+found = [explore(setup, [one_request, dashboard], consistent, seed=s) for s in range(10)]
 print(f"race found with {sum(r.verdict == 'race' for r in found)} of {len(found)} seeds; "
       f"schedules needed: {[r.schedules_run for r in found]}")
 claim("every seed found the race", all(r.verdict == "race" for r in found))
@@ -236,7 +236,7 @@ class NaiveCache:
 # eight keys. A correct cache calls the model eight times per trial. Count the extra calls:
 
 # %%
-extra = mutex.extra_builds(NaiveCache, model, trials=trials(20))
+extra = mutex.extra_builds(NaiveCache, model, trials=20)
 print(f"trials with extra model calls: {sum(e > 0 for e in extra)} of {len(extra)}")
 print(f"extra calls per trial (8 needed, 32 lookups): {extra}")
 claim("the check-then-act cache called the model too often in at least 3 of 4 trials",
@@ -259,7 +259,7 @@ class LockPerCallCache(NaiveCache):
             return super().get(key)
 
 
-extra = mutex.extra_builds(LockPerCallCache, model, trials=trials(20))
+extra = mutex.extra_builds(LockPerCallCache, model, trials=20)
 print(f"trials with extra model calls: {sum(e > 0 for e in extra)} of {len(extra)}")
 claim("a lock made on every call left extra model calls in at least 3 of 4 trials",
       sum(e > 0 for e in extra) >= 0.75 * len(extra))
@@ -287,7 +287,7 @@ class WriterLockMetrics(NaiveMetrics):
             super().record(latency_s, ok)
 
 
-writer_only = [mutex.run_metrics(WriterLockMetrics, seed=s) for s in range(trials(10))]
+writer_only = [mutex.run_metrics(WriterLockMetrics, seed=s) for s in range(10)]
 print(f"found with {sum(not r.ok for r in writer_only)} of {len(writer_only)} seeds")
 print(writer_only[0].message.splitlines()[1])
 claim("a lock only the writer takes was broken with every seed", not any(r.ok for r in writer_only))
@@ -332,7 +332,7 @@ print("moved:", move_slots_naive(a, b, 2), "| a:", a.slots, "| b:", b.slots)
 # forever; the scheduler notices that every thread is blocked and reports it instead:
 
 # %%
-deadlocks = [mutex.run_move_slots(move_slots_naive, seed=s) for s in range(trials(10))]
+deadlocks = [mutex.run_move_slots(move_slots_naive, seed=s) for s in range(10)]
 print(f"deadlock found with {sum(r.verdict == 'deadlock' for r in deadlocks)} of {len(deadlocks)} seeds")
 print(deadlocks[0].message.split("How it got there")[0])
 claim("the scheduler found the deadlock with every seed",
@@ -394,7 +394,7 @@ deadlocks[0].figure()
 # with the same batch run on one thread:
 
 # %%
-mismatches = mutex.concurrent_mismatches(model, trials=trials(10))
+mismatches = mutex.concurrent_mismatches(model, trials=10)
 print(f"outputs different from the one-thread reference: {sum(mismatches)} "
       f"in {len(mismatches)} trials x 32 batches")
 claim("a warm model served four unlocked threads with no output different from one thread's",
@@ -748,7 +748,7 @@ rows = mutex.serving_throughput([
     ("no lock", serve_unlocked, 4),
     ("lock around predict", serve_locked, 1),
     ("lock around predict", serve_locked, 4),
-], calls=160, repeats=trials(9, when_grading=1))
+], calls=160, repeats=9)
 no_lock_1, no_lock_4, lock_1, lock_4 = rows
 print(f"4 threads / 1 thread, no lock:             {mutex.paired_ratio(no_lock_4, no_lock_1):.2f}x")
 print(f"4 threads / 1 thread, lock around predict: {mutex.paired_ratio(lock_4, lock_1):.2f}x")
@@ -811,8 +811,8 @@ def fill_time(cache_class):
     return mutex.run_threads(lambda index: [cache.get((index, k)) for k in range(4)], 4)
 
 
-one_lock_s = statistics.median(fill_time(OneLockCache) for _ in range(trials(3, when_grading=1)))
-per_key_s = statistics.median(fill_time(PredictionCache) for _ in range(trials(3, when_grading=1)))
+one_lock_s = statistics.median(fill_time(OneLockCache) for _ in range(3))
+per_key_s = statistics.median(fill_time(PredictionCache) for _ in range(3))
 print(f"one lock around get: {one_lock_s * 1000:6.0f} ms for 16 misses")
 print(f"PredictionCache:     {per_key_s * 1000:6.0f} ms for 16 misses")
 print(f"speed-up: {one_lock_s / per_key_s:.1f}x")

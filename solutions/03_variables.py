@@ -66,7 +66,7 @@ import tensorflow as tf
 
 from autograder.checks import variables
 from autograder.harness import explore, replay, timeline
-from autograder.lesson import claim, quick_test_passed, trials
+from autograder.lesson import claim, quick_test_passed
 
 # %matplotlib inline
 tf.get_logger().setLevel("ERROR")
@@ -102,8 +102,8 @@ print("after two increments on one thread:", int(step.numpy()))
 # each:
 
 # %%
-assign_run = variables.count_increments(add_one_with_assign, trials=trials(5))
-assign_add_run = variables.count_increments(add_one_with_assign_add, trials=trials(5))
+assign_run = variables.count_increments(add_one_with_assign, trials=5)
+assign_add_run = variables.count_increments(add_one_with_assign_add, trials=5)
 print("v.assign(v + 1):", assign_run)
 print("v.assign_add(1):", assign_add_run)
 claim("v.assign(v + 1) lost updates in every trial; assign_add lost none",
@@ -133,11 +133,11 @@ def add_one_in_graph_with_assign_add(v):
 
 
 graph_runs = {
-    "tf.function, v.assign(v + 1)": variables.count_increments(add_one_in_graph, trials=trials(5)),
+    "tf.function, v.assign(v + 1)": variables.count_increments(add_one_in_graph, trials=5),
     "tf.function, loop of 500 v.assign(v + 1)": variables.count_increments(
-        add_500_in_graph, calls=2, per_call=500, trials=trials(5)),
+        add_500_in_graph, calls=2, per_call=500, trials=5),
     "tf.function, v.assign_add(1)": variables.count_increments(
-        add_one_in_graph_with_assign_add, trials=trials(5)),
+        add_one_in_graph_with_assign_add, trials=5),
 }
 for name, run in graph_runs.items():
     print(f"{name:42s} {run}")
@@ -163,7 +163,7 @@ def next_step_number(v):
     return int(v.assign_add(1))
 
 
-tickets = variables.duplicate_tickets(next_step_number, trials=trials(5))
+tickets = variables.duplicate_tickets(next_step_number, trials=5)
 print(tickets)
 claim("threads got the same step number in at least one trial", sum(tickets.duplicates) > 0)
 
@@ -242,7 +242,7 @@ torn_runs = {}
 for train_name, train, serve_name, serve, updates in pairs:
     m = fresh_model()
     runs = [variables.serve_while_training(m, train, serve, updates=updates)
-            for _ in range(trials(3))]
+            for _ in range(3)]
     torn_runs[train_name] = runs
     reads = sum(len(r.reads) for r in runs)
     torn = sum(r.torn for r in runs)
@@ -394,7 +394,7 @@ def add_one_use_locking(v):
     v.assign(v + 1, use_locking=True)
 
 
-use_locking_run = variables.count_increments(add_one_use_locking, trials=trials(5))
+use_locking_run = variables.count_increments(add_one_use_locking, trials=5)
 print("v.assign(v + 1, use_locking=True):", use_locking_run)
 claim("use_locking=True lost updates in every trial",
       use_locking_run.losing_trials == len(use_locking_run.counts))
@@ -441,7 +441,7 @@ def add_one_in_critical_section(v):
     section.execute(lambda: v.assign(v + 1))
 
 
-critical_run = variables.count_increments(add_one_in_critical_section, trials=trials(3))
+critical_run = variables.count_increments(add_one_in_critical_section, trials=3)
 print("CriticalSection around v.assign(v + 1):", critical_run)
 claim("tf.CriticalSection around assign(v + 1) lost no update", critical_run.losing_trials == 0)
 
@@ -511,7 +511,7 @@ one_graph = {}
 for serve_name, serve in (("predict_on_batch", serve_predict_on_batch), ("model(x)", serve_call)):
     m = fresh_model()
     runs = [variables.serve_while_training(m, make_graph_writer(m), serve, updates=20)
-            for _ in range(trials(3))]
+            for _ in range(3)]
     reads, torn = sum(len(r.reads) for r in runs), sum(r.torn for r in runs)
     one_graph[serve_name] = torn / max(1, reads)
     print(f"one tf.function assigning all weights, while {serve_name:16s}: "
@@ -915,9 +915,9 @@ def make_wide_model():
 
 
 rounds = [choose_publisher(strategies, make_wide_model, readers=2,
-                           updates=trials(10, when_grading=3), interval_s=0.02,
+                           updates=10, interval_s=0.02,
                            min_updates_per_s=20.0)
-          for _ in range(trials(3, when_grading=1))]
+          for _ in range(3)]
 print("chosen in each round:", [chosen for chosen, _ in rounds])
 table = {name: {key: statistics.median(r[name][key] for _, r in rounds)
                 for key in ("torn", "reads_per_s", "updates_per_s")}

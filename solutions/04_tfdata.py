@@ -63,7 +63,7 @@ import numpy as np
 import tensorflow as tf
 
 from autograder.checks import tfdata
-from autograder.lesson import claim, quick_test_passed, trials
+from autograder.lesson import claim, quick_test_passed
 
 # %matplotlib inline
 tf.get_logger().setLevel("ERROR")
@@ -96,7 +96,7 @@ def records(n):
         yield read(i)
 
 
-shared = tfdata.shared_generator_trials(lambda: records(8), trials=trials(20))
+shared = tfdata.shared_generator_trials(lambda: records(8), trials=20)
 print(f"raised in {shared.broken} of {shared.runs} trials")
 print(shared.seen[0] if shared.seen else "")
 claim("two threads sharing one generator raised in at least half of the trials",
@@ -136,8 +136,8 @@ def fixed_dataset():
     return tf.data.Dataset.from_generator(lambda: records(8), output_signature=spec)
 
 
-slip = tfdata.concurrent_iterations(slipped_dataset, records=8, trials=trials(20))
-fixed = tfdata.concurrent_iterations(fixed_dataset, records=8, trials=trials(20))
+slip = tfdata.concurrent_iterations(slipped_dataset, records=8, trials=20)
+fixed = tfdata.concurrent_iterations(fixed_dataset, records=8, trials=20)
 print(f"generator object:   broken in {slip.broken} of {slip.runs} trials, e.g. {slip.seen[:1]}")
 print(f"generator function: broken in {fixed.broken} of {fixed.runs} trials")
 claim("the generator object broke at least half of the trials; the function broke none",
@@ -153,7 +153,7 @@ claim("the generator object broke at least half of the trials; the function brok
 # batches whose rows are not that batch's records:
 
 # %%
-reused = tfdata.reused_buffer_trials(trials=trials(5))
+reused = tfdata.reused_buffer_trials(trials=5)
 print(f"corrupt batches: {reused.broken} of {reused.runs}")
 claim("the reused buffer corrupted at least half of the batches", reused.broken >= reused.runs / 2)
 
@@ -185,7 +185,7 @@ def order(dataset):
 
 unordered = tf.data.Dataset.range(8).map(py_read, num_parallel_calls=4, deterministic=False)
 ordered = tf.data.Dataset.range(8).map(py_read, num_parallel_calls=4)
-runs = trials(10)
+runs = 10
 changed = sum(order(unordered) != list(range(8)) for _ in range(runs))
 kept = sum(order(ordered) == list(range(8)) for _ in range(runs))
 print(f"deterministic=False: order changed in {changed} of {runs} runs, e.g. {order(unordered)}")
@@ -231,7 +231,7 @@ def served_count(parallel, lock=None):
     return served["count"]
 
 
-runs = trials(5)
+runs = 5
 counts = {"sequential": [served_count(False) for _ in range(runs)],
           "parallel": [served_count(True) for _ in range(runs)],
           "parallel, locked": [served_count(True, threading.Lock()) for _ in range(runs)]}
@@ -269,7 +269,7 @@ def shifts(dataset):
 
 sequential = tfdata.images().map(brighten)
 parallel = tfdata.images().map(brighten, num_parallel_calls=tf.data.AUTOTUNE)
-runs = trials(10)
+runs = 10
 first = shifts(sequential)
 print("sequential, first iteration, first 4 images:", np.round(first[:4], 3))
 repeated = sum(np.array_equal(shifts(sequential), first) for _ in range(runs))
@@ -647,7 +647,7 @@ tfdata.check_served(ServedStats)
 
 # %%
 overlap_bound = (mean_input + tfdata.TRAIN_S) / max(mean_input, tfdata.TRAIN_S)
-repeats = trials(3, when_grading=1)
+repeats = 3
 rows = {name: [tfdata.measure(p) for _ in range(repeats)]
         for name, p in [("prefetch only", prefetch_only), ("fast_pipeline", fast_pipeline)]}
 ideal = statistics.median(r.ideal_speedup for runs in rows.values() for r in runs)

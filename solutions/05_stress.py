@@ -59,7 +59,7 @@ import tensorflow as tf
 
 from autograder.checks import stress_tests
 from autograder.harness import explore, stress
-from autograder.lesson import claim, quick_test_passed, trials
+from autograder.lesson import claim, quick_test_passed
 
 # %matplotlib inline
 tf.get_logger().setLevel("ERROR")
@@ -131,7 +131,7 @@ def caught(test, make_ledger, n):
     return count
 
 
-n = trials(30)
+n = 30
 quick_failed = caught(quick_test, VariableLedger, n)
 print(f"quick test failed the ledger in {quick_failed} of {n} runs, passed it in {n - quick_failed}")
 claim("the quick test passed the racy ledger in some runs and failed it in others",
@@ -265,7 +265,7 @@ def plain_totals(ledger):
     assert ledger.totals() == (80_000, 240_000), f"lost updates: totals {ledger.totals()}"
 
 
-plain_stress = stress(plain_setup, [plain_writer] * 4, plain_totals, trials=trials(20))
+plain_stress = stress(plain_setup, [plain_writer] * 4, plain_totals, trials=20)
 print("stress:", plain_stress.verdict, "after", plain_stress.schedules_run, "trials")
 print(plain_stress.message.splitlines()[0] if plain_stress.message else "")
 claim("stress found nothing wrong with the plain ledger", plain_stress.ok)
@@ -311,7 +311,7 @@ found.figure()
 # And count how reliable each tool is over ten seeds or trials, on the same plain ledger:
 
 # %%
-seeds = trials(10)
+seeds = 10
 by_seed = [explore(setup, [writer, writer, dashboard], consistent, seed=s) for s in range(seeds)]
 print(f"explore found the race with {sum(not r.ok for r in by_seed)} of {seeds} seeds, "
       f"in {[r.schedules_run for r in by_seed]} schedules")
@@ -532,7 +532,7 @@ with graph.as_default():
     x = tf.random.normal((128, 128), seed=0)
     product = tf.matmul(x, x)
     with tf.compat.v1.Session(graph=graph) as session:
-        entry = bench.run_op_benchmark(session, product, burn_iters=2, min_iters=trials(50, when_grading=5),
+        entry = bench.run_op_benchmark(session, product, burn_iters=2, min_iters=50,
                                        name="matmul_128")
 print(f"graph-mode matmul: {entry['wall_time'] * 1e6:.0f} us per run over {entry['iters']} runs")
 
@@ -543,7 +543,7 @@ print(f"graph-mode matmul: {entry['wall_time'] * 1e6:.0f} us per run over {entry
 # %%
 x = tf.random.normal((128, 128), seed=0)
 tf.matmul(x, x)
-iters = trials(50, when_grading=5)
+iters = 50
 start = time.perf_counter()
 for _ in range(iters):
     tf.matmul(x, x).numpy()
@@ -629,7 +629,7 @@ def copies_server():
 
 
 rates = {"lock around predict": [], "copy per thread": [], "shared, no lock": []}
-for _ in range(trials(3, when_grading=1)):
+for _ in range(3):
     rates["lock around predict"].append(measure(serve_locked, 4, 40)["throughput"])
     rates["copy per thread"].append(measure(copies_server(), 4, 40)["throughput"])
     rates["shared, no lock"].append(measure(serve_shared, 4, 40)["throughput"])
@@ -679,7 +679,7 @@ def big_matmul():
     tf.matmul(big, big).numpy()
 
 
-calls = trials(8, when_grading=2)
+calls = 8
 one_thread = measure(big_matmul, threads=1, calls=calls)["throughput"]
 two_threads = measure(big_matmul, threads=2, calls=max(1, calls // 2))["throughput"]
 gain = two_threads / one_thread

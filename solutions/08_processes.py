@@ -61,14 +61,14 @@ from multiprocessing import shared_memory
 import numpy as np
 
 from autograder.checks import process_workers, processes
-from autograder.lesson import claim, quick_test_passed, trials
+from autograder.lesson import claim, quick_test_passed
 
 # %matplotlib inline
 print("TensorFlow", version(packages_distributions()["tensorflow"][0]))
 print("Keras", version("keras"))
 print("multiprocessing start methods:", multiprocessing.get_all_start_methods())
 # Worker processes per design. The autograder runs one of each, to stay within its limits.
-N = trials(2, when_grading=1)
+N = 2
 at_start = processes.snapshot()
 
 # %% [markdown]
@@ -162,7 +162,7 @@ claim("adding up RSS counted the shared weights more than once",
 # which need milliseconds; 90 s for the spawned one, which imports TensorFlow itself):
 
 # %%
-fork_runs = [processes.fork_after_tf() for _ in range(trials(1, when_grading=0))]
+fork_runs = [processes.fork_after_tf() for _ in range(1)]
 for run in fork_runs:
     for method, outcome, seconds in run:
         print(f"{method:6} child: {outcome} after {seconds:.1f} s")
@@ -212,7 +212,7 @@ claim("rebuilding the model for each task made a request at least 5 times slower
 # on a `multiprocessing.Array`, which comes with a lock of its own:
 
 # %%
-race = {kind: processes.tally_race(kind, trials=trials(5))
+race = {kind: processes.tally_race(kind, trials=5)
         for kind in ("none", "per worker", "array")}
 for kind, lost in race.items():
     print(f"lock: {kind:10}  updates lost per trial (of 3 x 400): {lost}")
@@ -237,8 +237,8 @@ for kind, lost in race.items():
 # ratios are medians over rounds, each round's designs measured a moment apart.
 
 # %%
-request_ids = list(range(trials(16, when_grading=4)))
-rounds = trials(3, when_grading=1)
+request_ids = list(range(16))
+rounds = 3
 designs = {"threads": lambda w: processes.serve(tf_servers[:1], w, request_ids, threads=N),
            "processes": lambda w: processes.serve(tf_servers, w, request_ids),
            "shared": lambda w: processes.serve(np_servers, w, request_ids)}

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import ast
 import json
+import re
+import symtable
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 from nbgrader.utils import is_grade, is_solution
 
+from autograder.pipeline import magics
 from autograder.pipeline.spec import JobResult, Status, set_status
 from autograder.pipeline.untrusted import read_untrusted
 
@@ -191,26 +194,173 @@ def _grading_metadata(cell: nbformat.NotebookNode) -> dict:
 
 
 def make_plan(submitted: nbformat.NotebookNode, graded: dict[str, str], structure: Structure,
-          missing: set[str]) -> Plan:
+              missing: set[str], release: nbformat.NotebookNode | None = None) -> Plan:
+    """What the runner runs: the submission's code cells in order, each test cell as the
+    gradebook holds it, less the lesson's own demonstrations that nothing graded depends on.
+
+    Args:
+        submitted: The submitted notebook.
+        graded: Each test cell's source as the gradebook holds it (hidden tests included).
+        structure: The release's graded cells.
+        missing: Graded cells deleted from the submission (they are not run).
+        release: The release notebook; when given, its ungraded cells that the submission
+            holds unchanged are left out when no cell run after them reads a name they bind
+            (see :func:`demonstrations`).
+    """
     plan = Plan([], [], {})
     count = 0
+    entries = []
     for position, cell in enumerate(submitted.cells):
         if cell.cell_type != "code":
             continue
         count += 1
         gid = grade_id(cell)
         if gid in structure.tests:
-            if gid in plan.tests or gid in missing:
+            if gid in missing or any(e[1]["grade_id"] == gid and e[1]["kind"] == "test"
+                                     for e in entries):
                 continue
-            plan.tests[gid] = len(plan.cells)
-            entry = {"kind": "test", "source": graded[gid], "label": gid, "grade_id": gid}
+            visible, hidden, expected = split_test(graded[gid])
+            entry = {"kind": "test", "source": visible, "hidden": hidden, "label": gid,
+                     "grade_id": gid, "graded": graded[gid], "expected": expected}
         else:
             kind = "answer" if gid in structure.answers else "code"
             entry = {"kind": kind, "source": cell.source, "label": f"In [{count}]",
                      "grade_id": gid}
+        entries.append((position, entry))
+    skipped = demonstrations([entry for _, entry in entries], release) if release else set()
+    for index, (position, entry) in enumerate(entries):
+        if index in skipped:
+            continue
+        if entry["kind"] == "test":
+            plan.tests[entry["grade_id"]] = len(plan.cells)
         plan.cells.append(entry)
         plan.positions.append(position)
     return plan
+
+
+#: Keys of a plan cell the runner is given; the rest (the test's graded source, the values the
+#: judge expects) stays with the grader on the host.
+RUNNER_KEYS = ("kind", "source", "hidden", "label", "skip", "skip_reason")
+
+
+def for_runner(cell: dict) -> dict:
+    """What the sandboxed runner is told about a plan cell: never a hidden test's source or
+    what its calls must return."""
+    return {key: cell[key] for key in RUNNER_KEYS if key in cell}
+
+
+def split_test(source: str) -> tuple[str, list[dict], list]:
+    """A test cell's graded source as (the visible part, the hidden tests as calls for the
+    runner, the value each call must return (None: it must only return without raising)).
+
+    The runner never sees a hidden test's source: only which check (or answer) to call with
+    which of the notebook's names and which constants, in the way PrairieLearn's
+    ``names_from_user`` hands tests only named values. Two statement forms are hidden tests:
+    ``face.check_name(Name, ..., key=constant)`` (a lesson's check, called through the
+    runner's own reference to the face) and ``assert answer(constant, ...) == constant`` (the
+    answer's result, compared on the host). Comments are dropped.
+
+    Raises:
+        ValueError: a hidden test in any other form (the lesson source must be fixed).
+    """
+    blocks = _HIDDEN.findall(source)
+    visible = _HIDDEN.sub("", source)
+    hidden: list[dict] = []
+    expected: list = []
+    for block in blocks:
+        for statement in ast.parse(block).body:
+            call, want = _hidden_call(statement)
+            hidden.append(call)
+            expected.append(want)
+    return visible, hidden, expected
+
+
+_HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS\n?", re.DOTALL)
+
+
+def _argument(node: ast.expr) -> list:
+    if isinstance(node, ast.Name):
+        return ["name", node.id]
+    return ["value", ast.literal_eval(node)]
+
+
+def _hidden_call(statement: ast.stmt) -> tuple[dict, object]:
+    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+        call = statement.value
+        face = call.func
+        if isinstance(face, ast.Attribute) and isinstance(face.value, ast.Name):
+            return {"face": face.value.id, "check": face.attr,
+                    "args": [_argument(a) for a in call.args],
+                    "kwargs": {k.arg: ast.literal_eval(k.value) for k in call.keywords}}, None
+    if isinstance(statement, ast.Assert) and isinstance(statement.test, ast.Compare):
+        test = statement.test
+        if (isinstance(test.left, ast.Call) and isinstance(test.left.func, ast.Name)
+                and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
+                and not test.left.keywords):
+            return {"answer": test.left.func.id,
+                    "args": [["value", ast.literal_eval(a)] for a in test.left.args]}, \
+                ["equals", ast.literal_eval(test.comparators[0])]
+    raise ValueError(f"a hidden test must be face.check(Name, ...) or assert answer(...) == "
+                     f"constant, not: {ast.unparse(statement)}")
+
+
+def demonstrations(entries: list[dict], release: nbformat.NotebookNode) -> set[int]:
+    """The plan entries that are the lesson's own demonstrations and need not run.
+
+    An entry qualifies when it is an ungraded code cell whose source is exactly one of the
+    release's ungraded code cells (a "see it break" or "measure it" cell the student did not
+    change) and no entry that runs after it reads a name it binds. Names are read off the
+    cells' symbol tables, generously (every global name a cell or its functions may load
+    counts as read, every global name it may assign as bound, and nothing a later cell binds
+    stops an earlier binding from counting), so a cell is kept whenever it might matter; a
+    cell that cannot be parsed or imports ``*`` keeps every cell before it. The grader never
+    runs these cells, so the lessons need no "fewer trials while grading" switch that an
+    answer could read.
+    """
+    lesson_cells = {c.source for c in release.cells
+                    if c.cell_type == "code" and not is_grade(c) and not is_solution(c)}
+    read: set[str] = set()
+    skipped: set[int] = set()
+    for index in range(len(entries) - 1, -1, -1):
+        entry = entries[index]
+        names = _names(entry["source"])
+        if entry["kind"] == "code" and entry["source"] in lesson_cells and names is not None \
+                and not names[1] & read:
+            skipped.add(index)
+            continue
+        read |= names[0] if names is not None else {"*"}
+    if "*" in read:
+        return set()
+    return skipped
+
+
+def _names(source: str) -> tuple[set[str], set[str]] | None:
+    """(global names the cell may read, global names it may bind), or None when it cannot be
+    told. Read off Python's own symbol tables (``symtable``), so a function's or a
+    comprehension's local names are not the notebook's."""
+    try:
+        table = symtable.symtable(magics.to_python(source), "<cell>", "exec")
+    except (SyntaxError, ValueError):
+        return None
+    read: set[str] = set()
+    bound: set[str] = set()
+    tables = [table]
+    while tables:
+        scope = tables.pop()
+        tables.extend(scope.get_children())
+        top = scope is table
+        for symbol in scope.get_symbols():
+            name = symbol.get_name()
+            if symbol.is_imported() and name == "*":
+                return None
+            if not (top or symbol.is_global()):
+                continue
+            if symbol.is_referenced() or symbol.is_declared_global():
+                read.add(name)
+            if symbol.is_assigned() or symbol.is_imported() or symbol.is_namespace() \
+                    and top or symbol.is_declared_global():
+                bound.add(name)
+    return read, bound
 
 
 def graded_sources(course: Path, assignment: str, notebook: str) -> dict[str, str]:
@@ -239,7 +389,7 @@ def preload(release: nbformat.NotebookNode) -> list[str]:
         if cell.cell_type != "code" or is_grade(cell) or is_solution(cell):
             continue
         try:
-            tree = ast.parse(cell.source)
+            tree = ast.parse(magics.to_python(cell.source))
         except SyntaxError:
             continue
         for node in tree.body:

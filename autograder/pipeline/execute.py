@@ -23,8 +23,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.lesson import GRADING_ENV
 from autograder.pipeline import channel, sandbox
+from autograder.pipeline.cells import for_runner
 
 STDERR_KEPT = 64 * 1024
 """Bytes of the runner's standard error kept for the grader's log (the tail)."""
@@ -86,13 +86,15 @@ def run_cells(cells: list[dict], preload: list[str], limits: RunLimits, scratch:
 
     Args:
         cells: Plan cells: ``kind`` (code, answer or test), ``source``, optional ``skip``
-            (``died`` or ``timeout``) and ``label``.
+            (``died`` or ``timeout``) and ``label``; test cells' ``hidden`` calls. Only
+            these keys reach the runner (:func:`~autograder.pipeline.cells.for_runner`): a
+            test's graded source and expected values stay here.
         preload: Import statements the runner executes before any student code.
         limits: Time, memory and process limits.
         scratch: A host folder for the sandbox's synthetic ``/etc`` (never writable inside).
     """
     key = channel.new_key()
-    env = sandbox.runner_environment({GRADING_ENV: "1"})
+    env = sandbox.runner_environment({})
     if limits.sandbox:
         argv = sandbox.runner_argv(env, sandbox.write_etc(scratch / "etc"),
                                    tmp_mb=limits.tmp_mb)
@@ -100,7 +102,8 @@ def run_cells(cells: list[dict], preload: list[str], limits: RunLimits, scratch:
     else:
         argv = sandbox.direct_argv()
         child_env = {**os.environ, **env}
-    plan = json.dumps({"key": key.hex(), "cells": cells, "preload": preload}).encode()
+    plan = json.dumps({"key": key.hex(), "cells": [for_runner(cell) for cell in cells],
+                       "preload": preload}).encode()
     process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, env=child_env, start_new_session=True)
     run = Run()

@@ -57,7 +57,7 @@ def executed_notebook(submitted: nbformat.NotebookNode, release: nbformat.Notebo
     for index, position in enumerate(plan.positions):
         cell = executed.cells[position]
         if plan.cells[index]["kind"] == "test":
-            cell.source = without_hidden_tests(plan.cells[index]["source"],
+            cell.source = without_hidden_tests(plan.cells[index]["graded"],
                                                "# (hidden tests ran here)\n")
         cell.execution_count = index + 1
         cell.outputs = _outputs(run.ended.get(index), index + 1)

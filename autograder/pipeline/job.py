@@ -78,7 +78,7 @@ def _grade(job: Job, submitted: nbformat.NotebookNode, release: nbformat.Noteboo
     course = _job_course(job, workdir)
     plan = graded_cells.make_plan(
         submitted, graded_cells.graded_sources(course, job.assignment, result.notebook),
-        structure, missing)
+        structure, missing, release)
     deadline = time.monotonic() + job.limits.job_timeout_s - JOB_MARGIN_S
     skipped: dict[int, str] = {}
     restarts: list[str] = []

@@ -3,8 +3,9 @@
 The grading runner (:mod:`autograder.pipeline.runner`) installs this before any student code
 runs. It turns the modules whose functions the graders use (``threading``, ``_thread``,
 ``queue``, ``sys``, ``time``) into guarded modules: assigning or deleting a protected name raises
-:class:`TamperingError` in the student's cell, the runner keeps working, and the grader reports
-the notebook as ``tampered``. A write that goes around the guard (through the module's
+:class:`TamperingError` in the student's cell and is recorded (so a cell that catches the error
+is still reported), the runner keeps working, and the grader reports the notebook as
+``tampered``. A write that goes around the guard (through the module's
 ``__dict__``) is still caught by the runner's integrity check and the harness's tamper check.
 """
 
@@ -12,6 +13,8 @@ from __future__ import annotations
 
 import sys
 import types
+
+from autograder.harness.tamper import record_attempt
 
 PROTECTED = {
     "threading": ("Lock", "RLock", "Condition", "Semaphore", "BoundedSemaphore", "Event",
@@ -32,16 +35,18 @@ class TamperingError(PermissionError):
 class _GuardedModule(types.ModuleType):
     _protected: frozenset[str] = frozenset()
 
-    def __setattr__(self, name: str, value: object) -> None:
+    def __setattr__(self, name: str, value: object, _record=record_attempt) -> None:
         if name in type(self)._protected:
+            _record(f"replacing {self.__name__}.{name}")
             raise TamperingError(
                 f"replacing {self.__name__}.{name} is not allowed in graded code: the race "
                 "detector relies on it, and a replaced lock or clock can make racy code look "
                 "correct")
         super().__setattr__(name, value)
 
-    def __delattr__(self, name: str) -> None:
+    def __delattr__(self, name: str, _record=record_attempt) -> None:
         if name in type(self)._protected:
+            _record(f"deleting {self.__name__}.{name}")
             raise TamperingError(f"deleting {self.__name__}.{name} is not allowed in graded code")
         super().__delattr__(name)
 

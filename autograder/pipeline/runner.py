@@ -194,6 +194,9 @@ def _run(cells, compiled, namespace, preload, integrity, attempts, figures, cell
                 scope.update(preload)
                 scope["__builtins__"] = _builtins
                 event["error"], event["result"] = _execute(body, last, scope, cell_names)
+                if event["error"] is None:
+                    event["error"], event["values"] = _hidden(cell.get("hidden", ()), scope,
+                                                              preload, cell_names)
                 for key, value in scope.items():
                     if key not in namespace and key not in preload:
                         namespace[key] = value
@@ -213,6 +216,59 @@ def _run(cells, compiled, namespace, preload, integrity, attempts, figures, cell
         event["out"], event["err"] = _text(out), _text(err)
         event["figures"] = [_bytes(f) for f in figures[:MAX_FIGURES]]
         send(event)
+
+
+def _hidden(calls, scope: dict, preload: dict, cell_names: dict, _getattr=getattr,
+            _type=type, _base=BaseException, _plain=None, _describe=None, _list=list,
+            _dict=dict) -> tuple[dict | None, list]:
+    """Make a test cell's hidden calls: (the first error or None, what each answer returned).
+
+    A check is taken from the runner's own reference to the lesson's face (``preload``), never
+    from the notebook's names; the notebook's names are only the answers handed to it.
+    """
+    values: list = []
+    for call in calls:
+        try:
+            args = [scope[value] if kind == "name" else value for kind, value in call["args"]]
+            if "face" in call:
+                face = preload.get(call["face"])
+                if face is None:
+                    return {"ename": "GraderError", "where": "", "evalue": (
+                        f"the grader's check {call['face']} was not loaded")}, values
+                _getattr(face, call["check"])(*args, **_dict(call.get("kwargs") or {}))
+                values.append(None)
+            else:
+                values.append(_plain(scope[call["answer"]](*args)))
+        except KeyError as exc:
+            return {"ename": "NameError", "where": "",
+                    "evalue": f"name {exc.args[0]!r} is not defined"}, values
+        except _base as exc:  # noqa: BLE001 - the answer's failure of any kind is its outcome
+            return _describe(exc, cell_names), values
+    return None, values
+
+
+def make_plain_encoder():
+    """``plain(value)``: ``value`` as plain data the host can compare (exact built-in types, read
+    through their own C methods), or a ``["not plain", type name]`` marker, so an answer's
+    object never decides what it equals. Built with every reference it uses in its closure."""
+    scalars = (int, float, str, bool, type(None))
+    _type, _list, _tuple, _dict, _len, _str = type, list, tuple, dict, len, str
+
+    def plain(value, depth=0):
+        kind = _type(value)
+        for scalar in scalars:
+            if kind is scalar:
+                return value
+        if depth < 8 and (kind is _list or kind is _tuple) and _len(value) <= 10_000:
+            items = _list.__iter__(value) if kind is _list else _tuple.__iter__(value)
+            return ["list" if kind is _list else "tuple", [plain(v, depth + 1) for v in items]]
+        if depth < 8 and kind is _dict and _len(value) <= 10_000:
+            return ["dict", [[plain(k, depth + 1), plain(v, depth + 1)]
+                             for k, v in _dict.items(value)]]
+        name = _type.__dict__["__name__"].__get__(kind)
+        return ["not plain", name if _type(name) is _str else "?"]
+
+    return plain
 
 
 def _captured(stream: io.StringIO) -> str:
@@ -237,6 +293,7 @@ def _execute(body, last, scope: dict, cell_names: dict, _exec=exec, _eval=eval,
 
 
 # Bind the helpers as default arguments once, at import, before any student code runs.
+_hidden.__defaults__ = (getattr, type, BaseException, make_plain_encoder(), _describe, list, dict)
 _describe.__defaults__ = (type, str, _where)
 _execute.__defaults__ = (exec, eval, repr, BaseException, _describe)
 _run.__defaults__ = (dict, sys, list, bytes, builtins, io.StringIO, _execute, _captured)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from autograder.pipeline.cells import Plan, Structure
 from autograder.pipeline.execute import Run
 from autograder.pipeline.feedback import scrub
+from autograder.pipeline.runner import make_plain_encoder
 from autograder.pipeline.spec import JobResult, Status, set_status
 
 TAMPER_PHRASE = "the race detector's own tools were replaced"
@@ -34,6 +35,20 @@ def _error_reason(error: dict) -> str:
     return scrub(text + where)
 
 
+def _wrong_values(cell: dict, event: dict) -> bool:
+    """Whether an answer a hidden test called returned other than the judge expects (the
+    expectations never left the host: see :func:`~autograder.pipeline.cells.split_test`)."""
+    if event.get("error"):
+        return False
+    got = event.get("values")
+    expected = cell.get("expected") or []
+    if not isinstance(got, list) or len(got) != len(expected):
+        return bool(expected)
+    encode = make_plain_encoder()
+    return any(want is not None and repr(value) != repr(encode(want[1]))
+               for value, want in zip(got, expected, strict=True))
+
+
 def score_tests(plan: Plan, run: Run, structure: Structure,
                  result: JobResult) -> dict[str, tuple]:
     """Each test cell's (score, points, reason) from the runner's report of it."""
@@ -50,6 +65,8 @@ def score_tests(plan: Plan, run: Run, structure: Structure,
             scores[gid] = (0.0, points, f"tampered: {scrub(what)}")
             result.notes.append(f"{gid}: the notebook changed or reached into the grader "
                                 f"({scrub(what)}); that test scored 0.")
+        elif _wrong_values(plan.cells[index], event):
+            scores[gid] = (0.0, points, "a hidden test failed: the answer returned another value")
         elif event.get("error"):
             reason = _error_reason(event["error"])
             if TAMPER_PHRASE in reason:

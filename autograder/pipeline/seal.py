@@ -43,6 +43,9 @@ _REBOUND_AT_RUN_TIME = frozenset({"sys", "os", "posixpath", "threading", "_threa
 #: Class attributes the standard library adds to classes at run time (``copyreg`` when an
 #: instance is pickled): not a change a notebook made.
 _ADDED_BY_LIBRARIES = frozenset({"__slotnames__"})
+#: Class attributes Python creates on first read, empty (``cls.__annotations__`` on 3.10+,
+#: read by ``inspect.signature`` and Keras): not a change a notebook made while still empty.
+_CREATED_ON_READ = frozenset({"__annotations__"})
 #: Grader module globals that fill as checks run (the harness's records of running threads
 #: and refused attempts): their contents may change, so only their identity is remembered.
 #: Every other dict, list or set in a grader module must keep its contents; the checks keep
@@ -114,7 +117,7 @@ def integrity_check(modules: dict[str, Iterable[str] | None]) -> Callable[[], li
                  _added_legitimately=_ADDED_BY_LIBRARIES, _set=set,
                  _versions=tuple(versions), _version=dict_version,
                  _added_in_passing=_added_in_passing, _libraries=tuple(libraries),
-                 _dict=dict) -> list[str]:
+                 _dict=dict, _created_on_read=_CREATED_ON_READ) -> list[str]:
         found = []
         for watched in _libraries:
             name, namespace, version, items = watched
@@ -144,7 +147,9 @@ def integrity_check(modules: dict[str, Iterable[str] | None]) -> Callable[[], li
                 found.append(f"a name of {name} was written while graded code ran (and "
                              "perhaps put back)")
         for label, namespace, keys in _shapes:
-            added = _set(namespace) - keys - _added_legitimately
+            added = [key for key in _set(namespace) - keys - _added_legitimately
+                     if not (key in _created_on_read and _type(namespace[key]) is _dict
+                             and not namespace[key])]
             found.extend(f"{label}.{key} was added" for key in sorted(added))
         for name, module, kind in _remembered:
             if _modules.get(name) is not module:
@@ -310,7 +315,10 @@ def hide_signal_handlers() -> None:
     import _signal
     import signal
 
-    def refuse(*_args: object, **_kwargs: object) -> None:
+    from autograder.harness.tamper import record_attempt
+
+    def refuse(*_args: object, _record=record_attempt, **_kwargs: object) -> None:
+        _record("installing a signal handler")
         raise TamperingError("installing a signal handler is not allowed in graded code")
 
     safe = types.ModuleType("_signal")
