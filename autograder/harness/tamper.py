@@ -393,6 +393,11 @@ class _SealedModule(types.ModuleType):
         super().__delattr__(name)
 
 
+def sealed_module_type() -> type:
+    """The class :func:`seal` gives a module (what the grading runner verifies)."""
+    return _SealedModule
+
+
 def seal(package: types.ModuleType, names: Iterable[str]) -> None:
     """Refuse (and remember) later assignments to ``names`` of ``package`` (and to its class)."""
     vars(package)["__sealed__"] = frozenset(names) | vars(package).get("__sealed__", frozenset())

@@ -36,6 +36,7 @@ from traitlets import Bool, Int, Unicode, default
 from traitlets.config import LoggingConfigurable
 
 from autograder.lab.verdict import Verdict
+from autograder.pipeline.spec import Status
 
 REPO = Path(__file__).resolve().parent.parent.parent
 #: Variables of the lab's own environment that the grading process must not see, so that its
@@ -124,7 +125,7 @@ def dialog_response(verdict: Verdict) -> dict:
                      f'style="max-width: 100%; height: auto" src="data:image/png;base64,{png}">')
         failed.append({"source": f"✗ {test.name}: {test.score:g} of {test.points:g} points",
                        "error": body})
-    if verdict.status != "graded" or len(failed) == 1:
+    if verdict.status != Status.GRADED or len(failed) == 1:
         notes = "\n".join(verdict.notes) or f"grading status: {verdict.status}"
         failed.append({"source": f"the whole notebook: {verdict.status}, "
                                  f"{verdict.score:g} of {verdict.max_score:g} points",

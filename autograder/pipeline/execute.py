@@ -64,7 +64,8 @@ class Run:
         finished: The runner reported ``done``.
         running: The cell that had started and not ended when the run stopped, if any.
         stopped: Why the host stopped the run (``died``, ``timeout``, ``memory``,
-            ``processes``, ``run-timeout``, ``report``), or "" when it finished.
+            ``processes``, ``run-timeout``, ``report``, ``grader-error``), or "" when it
+            finished.
         reason: The stop in words, for the student.
         noise: Lines on the report channel that the runner did not sign.
         peak_mb: Highest memory the watchdog saw.
@@ -116,7 +117,7 @@ def run_cells(cells: list[dict], preload: list[str], limits: RunLimits, scratch:
     for thread in feeders:
         thread.start()
     try:
-        _watch(process, events, run, limits)
+        _watch(process, events, run, limits, len(cells))
     finally:
         _stop(process)
         for thread in feeders:
@@ -165,11 +166,19 @@ def _read_tail(stream, tail: bytearray) -> None:
         del tail[:-STDERR_KEPT]
 
 
-def _watch(process: subprocess.Popen, events: queue.Queue, run: Run, limits: RunLimits) -> None:
+def _watch(process: subprocess.Popen, events: queue.Queue, run: Run, limits: RunLimits,
+           cells: int) -> None:
+    """Follow the run until it ends; ``cells`` is how many cells the plan holds.
+
+    The report must follow the plan: each cell starts after the previous one ended, in plan
+    order, and ``done`` comes only after the last. Anything else (a notebook replaying the
+    runner's own sender, say) stops the run as ``report``: the notebook is ``tampered``.
+    """
     started = time.monotonic()
     cell_started = started
     next_sample = started
     expected = 0
+    next_cell = 0
     while True:
         now = time.monotonic()
         if now >= next_sample:
@@ -195,13 +204,21 @@ def _watch(process: subprocess.Popen, events: queue.Queue, run: Run, limits: Run
             run.stopped, run.reason = "report", "the grader's report arrived out of order"
             return
         expected += 1
+        if not _in_plan_order(kind, event.get("cell"), run.running, next_cell, cells):
+            run.stopped, run.reason = "report", "the grader's report arrived out of order"
+            return
         if kind == "start":
             run.running, cell_started = event.get("cell"), time.monotonic()
         elif kind == "end":
             run.ended[event.get("cell")] = event
             run.running = None
+            next_cell += 1
         elif kind == "done":
             run.finished = True
+            return
+        elif kind == "grader-error":
+            run.stopped = "grader-error"
+            run.reason = f"the grader could not make itself safe to run ({event.get('what')})"
             return
         elif kind == "flood":
             run.stopped = "report"
@@ -212,6 +229,17 @@ def _watch(process: subprocess.Popen, events: queue.Queue, run: Run, limits: Run
             run.stopped = "died"
             run.reason = _death(process.returncode)
             return
+
+
+def _in_plan_order(kind: str, cell: object, running: int | None, next_cell: int,
+                   cells: int) -> bool:
+    if kind == "start":
+        return running is None and type(cell) is int and cell == next_cell < cells
+    if kind == "end":
+        return running is not None and type(cell) is int and cell == running
+    if kind == "done":
+        return running is None and next_cell == cells
+    return True
 
 
 def _death(returncode: int | None) -> str:

@@ -91,6 +91,10 @@ def _grade(job: Job, submitted: nbformat.NotebookNode, release: nbformat.Noteboo
                            max_processes=job.limits.max_processes)
         run = run_cells(plan.cells, graded_cells.preload(release), limits, workdir)
         result.peak_rss_mb = max(result.peak_rss_mb, round(run.peak_mb, 1))
+        if run.stopped == "grader-error":
+            scoring.fail_whole(result, structure, run)
+            (workdir / "runner.log").write_text(run.stderr, encoding="utf-8")
+            return
         if run.finished or run.stopped == "report":
             break
         cell = run.running

@@ -100,10 +100,11 @@ def main() -> None:  # noqa: PLR0915 - one straight sequence, kept together on p
         exec(compile(statement, "<grader imports>", "exec"), preload)  # noqa: S102
     preload = {k: v for k, v in preload.items() if not k.startswith("__")}
 
-    import autograder.harness  # noqa: F401 - imported so that it is sealed with the rest
+    from autograder.pipeline import audit, kernel_guard, seal
+
+    seal.import_kernel_modules()
     from autograder.checks.kit import verdict
     from autograder.harness import tamper
-    from autograder.pipeline import audit, kernel_guard, seal
 
     figures: list[bytes] = []
     verdict.FIGURE_SINK = figures.append
@@ -135,6 +136,10 @@ def main() -> None:  # noqa: PLR0915 - one straight sequence, kept together on p
     harness_attempts = tamper.refused_attempts()
     integrity = seal.integrity_check(protected)
     sys.addaudithook(audit_hook)
+    unsealed = seal.unsealed_grader_modules()
+    if unsealed:  # fail closed: a grader that cannot seal itself grades nothing
+        send({"t": "grader-error", "what": f"grader modules left unsealed: {unsealed[:5]}"})
+        os._exit(0)
 
     notebook = types.ModuleType("__main__")
     notebook.__dict__["__builtins__"] = builtins
@@ -142,6 +147,7 @@ def main() -> None:  # noqa: PLR0915 - one straight sequence, kept together on p
     notebook.__dict__["get_ipython"] = lambda: shell
     sys.modules["__main__"] = notebook
     namespace = notebook.__dict__
+    integrity = _with_rebound_names(integrity, seal.grader_names(preload), namespace)
     try:
         _run(cells, compiled, namespace, preload, integrity, attempts, figures, cell_names, send,
              harness_attempts)
@@ -153,6 +159,26 @@ def main() -> None:  # noqa: PLR0915 - one straight sequence, kept together on p
         os._exit(70)
     send({"t": "done"})
     os._exit(0)
+
+
+def _with_rebound_names(integrity, names: dict, namespace: dict):
+    """``integrity`` that also names each of the grader's names (``mutex``, ``explore``...)
+    that the notebook bound to something else: the tests call the grader's own, so it gains
+    nothing, and no honest answer does it."""
+
+    missing = object()
+
+    def checked(_integrity=integrity, _names=names, _namespace=namespace, _get=dict.get,
+                _items=dict.items, _missing=missing) -> list[str]:
+        found = _integrity()
+        for name, value in _items(_names):
+            now = _get(_namespace, name, _missing)
+            if now is not _missing and now is not value:
+                found.append(f"the notebook rebound {name}, a name the lesson's tests use "
+                             "(they used the grader's own)")
+        return found
+
+    return checked
 
 
 def _run(cells, compiled, namespace, preload, integrity, attempts, figures, cell_names, send,

@@ -18,10 +18,14 @@ TAMPER_PHRASE = "the race detector's own tools were replaced"
 """Text the harness puts in a check's message when code under test replaced its tools."""
 
 
+#: The status of a run the host stopped, by why it stopped it (any other stop: kernel-died).
+_STOPS = {"timeout": Status.TIMEOUT, "run-timeout": Status.TIMEOUT,
+          "grader-error": Status.GRADER_ERROR}
+
+
 def fail_whole(result: JobResult, structure: Structure, run: Run) -> None:
     """Score every test 0: the notebook could not be run to the end (``run`` says why)."""
-    status = Status.TIMEOUT if run.stopped in ("timeout", "run-timeout") else Status.KERNEL_DIED
-    result.status = status.value if result.status != Status.TAMPERED else result.status
+    set_status(result, _STOPS.get(run.stopped, Status.KERNEL_DIED))
     reason = run.reason or "the notebook could not be run"
     result.notes.append(f"Grading stopped: {reason}. Every exercise of this notebook scores 0.")
     result.cells = {gid: [0.0, pts, reason] for gid, (_, pts) in structure.tests.items()}

@@ -202,6 +202,46 @@ def _defines_no_functions(cls: type) -> bool:
         isinstance(v, types.FunctionType) for v in vars(cls).values())
 
 
+#: The packages whose code runs beside student code: imported whole before any student code
+#: runs, so that every module a check may reach is sealed with the rest.
+KERNEL_PACKAGES = ("autograder.harness", "autograder.checks")
+
+
+def import_kernel_modules() -> None:
+    """Import every module of :data:`KERNEL_PACKAGES` and :mod:`autograder.lesson` (about 0.1 s
+    once TensorFlow is loaded), so no check imports a module of its own after sealing: one the
+    notebook imported first and changed, or one that would run unsealed."""
+    import importlib
+    import pkgutil
+
+    importlib.import_module("autograder.lesson")
+    for name in KERNEL_PACKAGES:
+        package = importlib.import_module(name)
+        for found in pkgutil.walk_packages(package.__path__, f"{name}."):
+            importlib.import_module(found.name)
+
+
+def grader_names(names: dict) -> dict:
+    """The entries of ``names`` (a lesson's imports, as the runner preloads them) that are the
+    grader's own: its modules (the lesson's face) and its functions (``explore``, ``claim``)."""
+    def own(value: object) -> bool:
+        if isinstance(value, types.ModuleType):
+            return value.__name__.startswith("autograder")
+        module = getattr(value, "__module__", None)
+        return isinstance(module, str) and module.startswith("autograder")
+
+    return {name: value for name, value in names.items() if own(value)}
+
+
+def unsealed_grader_modules() -> list[str]:
+    """The grader modules in ``sys.modules`` that :func:`seal_grader_modules` did not seal (the
+    runner checks that there are none before the first student cell: else it grades nothing)."""
+    from autograder.harness import tamper
+
+    return sorted(name for name in _grader_module_names()
+                  if type(sys.modules[name]) is not tamper.sealed_module_type())
+
+
 def _grader_module_names() -> list[str]:
     return [name for name in sys.modules
             if name.startswith(("autograder.harness", "autograder.checks", "autograder.pipeline"))

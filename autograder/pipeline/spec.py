@@ -26,9 +26,11 @@ class Status(StrEnum):
     MISSING_CELLS = "missing-cells"
     NOT_SUBMITTED = "not-submitted"
     WORKER_LOST = "worker-lost"
+    GRADER_ERROR = "grader-error"
 
 
-PRECEDENCE = (Status.NOT_SUBMITTED, Status.WORKER_LOST, Status.INVALID_NOTEBOOK, Status.TAMPERED,
+PRECEDENCE = (Status.NOT_SUBMITTED, Status.GRADER_ERROR, Status.WORKER_LOST,
+              Status.INVALID_NOTEBOOK, Status.TAMPERED,
               Status.KERNEL_DIED, Status.TIMEOUT, Status.MISSING_CELLS, Status.GRADED)
 """Statuses, most important first."""
 
