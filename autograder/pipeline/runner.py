@@ -102,7 +102,7 @@ def main() -> None:  # noqa: PLR0915 - one straight sequence, kept together on p
 
     from autograder.pipeline import audit, kernel_guard, seal
 
-    seal.import_kernel_modules()
+    seal.import_kernel_modules(preload)
     from autograder.checks.kit import verdict
     from autograder.harness import tamper
 

@@ -202,20 +202,31 @@ def _defines_no_functions(cls: type) -> bool:
         isinstance(v, types.FunctionType) for v in vars(cls).values())
 
 
-#: The packages whose code runs beside student code: imported whole before any student code
-#: runs, so that every module a check may reach is sealed with the rest.
-KERNEL_PACKAGES = ("autograder.harness", "autograder.checks")
+#: The packages whose code runs beside student code in every lesson: imported whole before any
+#: student code runs, with the lesson's own check packages (:func:`import_kernel_modules`).
+KERNEL_PACKAGES = ("autograder.harness", "autograder.checks.kit")
 
 
-def import_kernel_modules() -> None:
-    """Import every module of :data:`KERNEL_PACKAGES` and :mod:`autograder.lesson` (about 0.1 s
-    once TensorFlow is loaded), so no check imports a module of its own after sealing: one the
-    notebook imported first and changed, or one that would run unsealed."""
+def import_kernel_modules(preloaded: dict) -> None:
+    """Import every module a lesson's checks may reach, so that all are sealed with the rest
+    and no check imports a module of its own after sealing (one the notebook imported first
+    and changed, or one that would run unsealed): :data:`KERNEL_PACKAGES`, the shared modules
+    of :mod:`autograder.checks`, :mod:`autograder.lesson`, and every module of each check
+    package the lesson imports (``preloaded``: the lesson's imports, as the runner made them).
+    Other lessons' packages are left alone (they would import TensorFlow into lesson 00)."""
     import importlib
     import pkgutil
 
+    import autograder.checks
+
     importlib.import_module("autograder.lesson")
-    for name in KERNEL_PACKAGES:
+    for found in pkgutil.iter_modules(autograder.checks.__path__, "autograder.checks."):
+        if not found.ispkg:
+            importlib.import_module(found.name)
+    faces = {value.__name__ for value in preloaded.values()
+             if isinstance(value, types.ModuleType) and hasattr(value, "__path__")
+             and value.__name__.startswith("autograder.checks.")}
+    for name in (*KERNEL_PACKAGES, *sorted(faces)):
         package = importlib.import_module(name)
         for found in pkgutil.walk_packages(package.__path__, f"{name}."):
             importlib.import_module(found.name)
