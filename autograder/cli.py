@@ -9,6 +9,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from autograder.pipeline.source import SourceError
+from autograder.pipeline.spec import Limits
+
+_DEFAULT_LIMITS = Limits()
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -63,6 +66,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if name == "collect":
             _gradebook_option(p_x)
 
+    p_new = sub.add_parser("new-lesson", help="scaffold a new lesson (NN_name) that builds "
+                                              "and grades; see the README's Add a lesson")
+    p_new.add_argument("lesson", help="two digits and a name, e.g. 10_queues")
+    p_new.add_argument("--repo", type=Path, default=REPO, help=argparse.SUPPRESS)
+
     args = parser.parse_args(argv)
     try:
         return _COMMANDS[args.command](args)
@@ -74,8 +82,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _grading_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=int, default=None,
                    help="parallel grading processes (default: number of CPU cores)")
-    p.add_argument("--cell-timeout", type=int, default=120, help="seconds one cell may run")
-    p.add_argument("--memory-mb", type=int, default=3000,
+    p.add_argument("--cell-timeout", type=int, default=_DEFAULT_LIMITS.cell_timeout_s,
+                   help="seconds one cell may run")
+    p.add_argument("--memory-mb", type=int, default=_DEFAULT_LIMITS.memory_mb,
                    help="memory cap of one notebook's sandbox (its processes and /tmp)")
     p.add_argument("--no-sandbox", action="store_true",
                    help="run notebooks without bubblewrap (trusted notebooks only)")
@@ -92,9 +101,7 @@ def _gradebook_option(p: argparse.ArgumentParser) -> None:
                         ".[gradebook]); default: the course's gradebook.db")
 
 
-def _limits(args: argparse.Namespace):
-    from autograder.pipeline.spec import Limits
-
+def _limits(args: argparse.Namespace) -> Limits:
     return Limits(cell_timeout_s=args.cell_timeout, memory_mb=args.memory_mb,
                   sandbox=not args.no_sandbox)
 
@@ -196,6 +203,20 @@ def _release_feedback(args: argparse.Namespace) -> int:
     return 0
 
 
+def _new_lesson(args: argparse.Namespace) -> int:
+    from autograder.pipeline.scaffold import LessonExists, new_lesson
+
+    try:
+        written = new_lesson(args.repo, args.lesson)
+    except LessonExists as exc:
+        print(f"racelab new-lesson: {exc}", file=sys.stderr)
+        return 2
+    for path in written:
+        print(f"wrote {path.relative_to(args.repo)}")
+    print("next: racelab build, then see the README's 'Add a lesson'")
+    return 0
+
+
 def _collect(args: argparse.Namespace) -> int:
     from autograder.pipeline.exchange import collect
 
@@ -207,7 +228,8 @@ def _collect(args: argparse.Namespace) -> int:
 
 
 _COMMANDS = {"build": _build, "demo": _demo, "grade": _grade, "validate": _validate,
-             "release": _release, "collect": _collect, "release-feedback": _release_feedback}
+             "release": _release, "collect": _collect, "release-feedback": _release_feedback,
+             "new-lesson": _new_lesson}
 
 if __name__ == "__main__":
     sys.exit(main())

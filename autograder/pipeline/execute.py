@@ -25,6 +25,7 @@ from pathlib import Path
 
 from autograder.pipeline import channel, sandbox
 from autograder.pipeline.cells import for_runner
+from autograder.pipeline.spec import Limits
 
 STDERR_KEPT = 64 * 1024
 """Bytes of the runner's standard error kept for the grader's log (the tail)."""
@@ -32,6 +33,9 @@ MAX_REPORT = 256 * 2**20
 """Bytes of report the host reads from one run before it stops the run."""
 _SAMPLE_S = 0.1
 _RAM_DISKS = ("/tmp", "/dev/shm")
+
+
+_DEFAULTS = Limits()
 
 
 @dataclass(frozen=True)
@@ -47,10 +51,10 @@ class RunLimits:
         sandbox: Run inside bubblewrap (``False`` only for trusted notebooks).
     """
 
-    cell_timeout_s: float = 120
-    run_timeout_s: float = 1200
-    memory_mb: int = 3000
-    max_processes: int = 64
+    cell_timeout_s: float = _DEFAULTS.cell_timeout_s
+    run_timeout_s: float = _DEFAULTS.job_timeout_s
+    memory_mb: int = _DEFAULTS.memory_mb
+    max_processes: int = _DEFAULTS.max_processes
     tmp_mb: int = 512
     sandbox: bool = True
 

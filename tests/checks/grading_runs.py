@@ -194,3 +194,44 @@ def validity_tests(exercises: dict[str, Exercise], *,
         passes_every_run(check, exercise, answer, solution_runs)
 
     return wrong, correct, solution
+
+
+class _NotImplemented:
+    """An answer cell left as released: it raises ``NotImplementedError`` when called."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise NotImplementedError()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError()
+
+
+def _not_implemented(*args: Any, **kwargs: Any) -> Any:
+    raise NotImplementedError()
+
+
+def unfilled_answer_test(exercises: dict[str, Exercise], *, terms: Sequence[str] = (),
+                         ) -> Callable[..., None]:
+    """The unfilled-answer test every lesson gets, for its test module to bind: each check,
+    handed the released placeholder (a class or a function that raises
+    ``NotImplementedError``), fails at once with a message that starts with the exercise's
+    name, names the error, and contains every one of ``terms``.
+
+    ``test_unfilled_answer_fails_at_once_naming_the_exercise_and_the_error =
+    unfilled_answer_test(EXERCISES)`` at module level.
+    """
+
+    @pytest.mark.parametrize(("check", "exercise", "placeholder"), [
+        pytest.param(exercise.check, exercise.name, placeholder, id=f"{label}-{kind}")
+        for label, exercise in exercises.items()
+        for kind, placeholder in (("class", _NotImplemented), ("function", _not_implemented))])
+    def unfilled(check: Callable[[Any], None], exercise: str, placeholder: Any) -> None:
+        with pytest.raises(AssertionError) as failure:
+            check(placeholder)
+        message = str(failure.value)
+        assert message.startswith(f"{exercise}: "), message
+        assert "NotImplementedError" in message, message
+        for term in terms:
+            assert term in message, message
+
+    return unfilled
