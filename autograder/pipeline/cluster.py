@@ -30,7 +30,7 @@ from collections.abc import Callable
 from concurrent.futures import CancelledError, Executor, Future
 from pathlib import Path, PurePosixPath
 
-from autograder.pipeline.spec import Job, JobResult, Status
+from autograder.pipeline.spec import Job, JobFolder, JobResult, Status
 from autograder.pipeline.untrusted import UntrustedFileError, read_untrusted
 
 #: The scheduler setting that must be 0: a job whose worker died is never run again.
@@ -144,7 +144,7 @@ def run_shipped(shipment: Shipment, run: Callable[[Job], JobResult]) -> Returned
                                     course=str(course), workdir=str(workdir))
         result = run(local)
         files, left_out = _gather(workdir)
-        log_path = workdir.parent / f"{workdir.name}.log"
+        log_path = JobFolder(workdir).log
         log = log_path.read_bytes()[-MAX_RETURNED_BYTES // 8:] if log_path.exists() else b""
         return Returned(result, files, log, str(workdir), str(log_path), left_out)
 
@@ -155,7 +155,7 @@ def unpack(job: Job, returned: Returned) -> JobResult:
     _clear(job)
     for name, data in returned.files.items():
         _write(_inside(workdir, name), data)
-    log = workdir.parent / f"{workdir.name}.log"
+    log = JobFolder(workdir).log
     extra = "".join(f"\n[racelab] not sent back (over {MAX_RETURNED_BYTES} bytes): {name}"
                     for name in returned.left_out)
     log.write_bytes(returned.log + extra.encode())
@@ -220,7 +220,7 @@ def _inside(folder: Path, name: str) -> Path:
 def _gather(workdir: Path) -> tuple[dict[str, bytes], list[str]]:
     """The job folder's files the head reads (``grade._collect_feedback``,
     ``grade._record_in_course``), up to :data:`MAX_RETURNED_BYTES` in all."""
-    wanted = [workdir / name for name in ("result.json", "feedback.html", "runner.log")]
+    wanted = JobFolder(workdir).returned()
     wanted += sorted(p for p in (workdir / "course" / "autograded").rglob("*") if p.is_file())
     files, left_out, total = {}, [], 0
     for path in wanted:

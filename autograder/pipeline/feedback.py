@@ -13,7 +13,6 @@ import base64
 import json
 import re
 import sys
-from datetime import datetime
 from html import escape
 from pathlib import Path
 
@@ -23,8 +22,9 @@ import autograder
 from autograder.pipeline.cells import Plan, exercise_titles, grade_id, is_test
 from autograder.pipeline.course import COURSE_ID, nbgrader_environment
 from autograder.pipeline.execute import Run
+from autograder.pipeline.gradebook import record_scores
 from autograder.pipeline.source import without_hidden_tests
-from autograder.pipeline.spec import Job, JobResult
+from autograder.pipeline.spec import Job, JobFolder, JobResult
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _PACKAGE_DIR = str(Path(autograder.__file__).resolve().parent.parent)
@@ -114,33 +114,6 @@ def write_executed(executed: nbformat.NotebookNode, autograded: Path, notes: lis
     nbformat.write(executed, autograded)
 
 
-def record_scores(gb, result: JobResult, *, submitted_at: datetime | None = None) -> None:
-    """Write ``result``'s test scores into an open nbgrader ``Gradebook`` and commit.
-
-    Args:
-        gb: The open gradebook.
-        result: The job's result.
-        submitted_at: The submission's time (its ``timestamp.txt``), as ``nbgrader
-            autograde`` records it: Formgrader lists a submission as graded only when the
-            gradebook's time matches the submitted folder's.
-    """
-    from nbgrader.api import MissingEntry
-
-    # Formgrader lists students as "last, first": show the student id rather than "None, None".
-    gb.update_or_create_student(result.student, last_name=result.student, first_name="")
-    stamp = {} if submitted_at is None else {"timestamp": submitted_at}
-    gb.update_or_create_submission(result.assignment, result.student, **stamp)
-    for gid, (score, _, _) in result.cells.items():
-        try:
-            grade = gb.find_grade(gid, result.notebook, result.assignment, result.student)
-        except MissingEntry:
-            continue
-        grade.auto_score = score
-        grade.manual_score = None
-        grade.needs_manual_grade = False
-    gb.db.commit()
-
-
 _REMOTE_SCRIPT = re.compile(r"<script[^>]*\bsrc=[\"']https?://[^>]*>\s*</script>", re.IGNORECASE)
 _WRAP_STYLE = ("<style>/* Race Lab: long lines wrap */ pre, .output_text pre "
                "{ white-space: pre-wrap; overflow-wrap: anywhere; }</style>")
@@ -187,7 +160,7 @@ def write_feedback(course: Path, job: Job, result: JobResult, workdir: Path,
     if outcome["success"] and html.exists():
         titles = exercise_titles(release)
         page = with_exercise_titles(readable_offline(html.read_text(encoding="utf-8")), titles)
-        (workdir / "feedback.html").write_text(page, encoding="utf-8")
+        JobFolder(workdir).feedback.write_text(page, encoding="utf-8")
     else:
         result.notes.append("feedback could not be generated")
 

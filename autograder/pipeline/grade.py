@@ -24,10 +24,9 @@ from datetime import datetime
 from pathlib import Path
 
 from autograder.pipeline import gradebook
-from autograder.pipeline.course import Course, nbgrader_environment
-from autograder.pipeline.feedback import record_scores
+from autograder.pipeline.course import Course
 from autograder.pipeline.job import executed_path
-from autograder.pipeline.spec import Job, JobResult, Limits, Status
+from autograder.pipeline.spec import Job, JobFolder, JobResult, Limits, Status
 from autograder.pipeline.untrusted import UntrustedFileError, read_untrusted
 
 
@@ -108,7 +107,7 @@ def grade_submissions(submitted: Path, course: Course, out: Path, *, workers: in
                                  gradebook.max_score(course, lesson.name),
                                  Status.NOT_SUBMITTED.value, ""))
     write_csv(rows, out / "grades.csv")
-    _write_gradebook(course, out / "gradebook.db", results.values())
+    gradebook.write_class_gradebook(course, out / "gradebook.db", results.values())
     _collect_feedback(jobs, results, out / "feedback")
     if record_in_course or course.gradebook_url:
         stamps = {(job.student, job.assignment): _submission_stamps(job) for job in jobs}
@@ -139,8 +138,7 @@ def _fingerprint(job: Job) -> str:
 
 def _finished(job: Job) -> JobResult | None:
     """The stored result of ``job`` when it exists and was made from the same inputs."""
-    workdir = Path(job.workdir)
-    done = workdir.parent / f"{workdir.name}.done.json"
+    done = JobFolder(Path(job.workdir)).done
     if not done.exists():
         return None
     stored = json.loads(done.read_text(encoding="utf-8"))
@@ -186,8 +184,7 @@ def _run_all(jobs: list[Job], workers: int, progress: bool,
 
 
 def _mark_finished(job: Job, result: JobResult) -> None:
-    workdir = Path(job.workdir)
-    done = workdir.parent / f"{workdir.name}.done.json"
+    done = JobFolder(Path(job.workdir)).done
     tmp = done.with_suffix(".tmp")
     tmp.write_text(json.dumps({"fingerprint": _fingerprint(job), "result": asdict(result)},
                               indent=1), encoding="utf-8")
@@ -204,11 +201,11 @@ _JOB_MAIN = ("import sys; sys.modules.setdefault('rfc3987_syntax', None); "
 
 def run_in_process(job: Job) -> JobResult:
     """Run ``job`` in a fresh Python process, killing it (and its kernel) at the job timeout."""
-    workdir = Path(job.workdir)
-    workdir.parent.mkdir(parents=True, exist_ok=True)
-    spec = workdir.parent / f"{workdir.name}.job.json"
+    folder = JobFolder(Path(job.workdir))
+    folder.workdir.parent.mkdir(parents=True, exist_ok=True)
+    spec = folder.spec
     spec.write_text(job.to_json(), encoding="utf-8")
-    log = workdir.parent / f"{workdir.name}.log"
+    log = folder.log
     with log.open("wb") as handle:
         process = subprocess.Popen([sys.executable, "-c", _JOB_MAIN, str(spec)],
                                    stdout=handle, stderr=subprocess.STDOUT,
@@ -220,7 +217,7 @@ def run_in_process(job: Job) -> JobResult:
             process.wait()
             return _failed(job, Status.TIMEOUT,
                            f"grading this notebook took over {job.limits.job_timeout_s} s")
-    result_file = workdir / "result.json"
+    result_file = folder.result
     if process.returncode != 0 or not result_file.exists():
         return _failed(job, Status.KERNEL_DIED,
                        f"the grader crashed on this notebook (exit {process.returncode}); "
@@ -238,18 +235,6 @@ def _row(result: JobResult) -> GradeRow:
                     result.status, result.detail)
 
 
-def _write_gradebook(course: Course, path: Path, results) -> None:
-    """Record every result in an nbgrader gradebook (a copy of the course's, for formgrader)."""
-    from nbgrader.api import Gradebook
-
-    tmp = path.with_suffix(".tmp")
-    shutil.copyfile(course.root / "gradebook.db", tmp)
-    with nbgrader_environment(), Gradebook(f"sqlite:///{tmp.resolve()}") as gb:
-        for result in results:
-            record_scores(gb, result)
-    tmp.replace(path)
-
-
 _SUBMISSION_STAMPS = ("timestamp.txt", "submission_secret.txt")
 
 
@@ -261,7 +246,7 @@ def _record_in_course(course: Course, jobs: list[Job], results,
         result = results[(job.student, job.assignment)]
         where = Path(job.student) / job.assignment / result.notebook
         executed = executed_path(job, result.notebook)
-        html = Path(job.workdir) / "feedback.html"
+        html = JobFolder(Path(job.workdir)).feedback
         feedback = course.root / "feedback" / where.with_suffix(".html")
         copies = [(executed, course.root / "autograded" / where.with_suffix(".ipynb")),
                   (html, feedback)]
@@ -299,7 +284,7 @@ def _submitted_at(stamps: dict[str, bytes]) -> datetime | None:
 def _collect_feedback(jobs: list[Job], results, feedback_dir: Path) -> None:
     for job in jobs:
         result = results[(job.student, job.assignment)]
-        html = Path(job.workdir) / "feedback.html"
+        html = JobFolder(Path(job.workdir)).feedback
         if html.exists():
             target = feedback_dir / job.student / job.assignment / f"{result.notebook}.html"
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -23,7 +23,6 @@ from datetime import datetime
 from pathlib import Path
 
 from autograder.pipeline.course import Course, nbgrader_environment
-from autograder.pipeline.feedback import record_scores
 from autograder.pipeline.spec import JobResult
 
 _DIGESTS: dict[tuple, str] = {}
@@ -155,3 +154,45 @@ def copy_assignments(source, target, names: Iterable[str]) -> None:
                                                     cell_type=cell.cell_type,
                                                     locked=cell.locked, source=cell.source,
                                                     checksum=cell.checksum)
+
+
+def record_scores(gb, result: JobResult, *, submitted_at: datetime | None = None) -> None:
+    """Write ``result``'s test scores into an open nbgrader ``Gradebook`` and commit.
+
+    Args:
+        gb: The open gradebook.
+        result: The job's result.
+        submitted_at: The submission's time (its ``timestamp.txt``), as ``nbgrader
+            autograde`` records it: Formgrader lists a submission as graded only when the
+            gradebook's time matches the submitted folder's.
+    """
+    from nbgrader.api import MissingEntry
+
+    # Formgrader lists students as "last, first": show the student id rather than "None, None".
+    gb.update_or_create_student(result.student, last_name=result.student, first_name="")
+    stamp = {} if submitted_at is None else {"timestamp": submitted_at}
+    gb.update_or_create_submission(result.assignment, result.student, **stamp)
+    for gid, (score, _, _) in result.cells.items():
+        try:
+            grade = gb.find_grade(gid, result.notebook, result.assignment, result.student)
+        except MissingEntry:
+            continue
+        grade.auto_score = score
+        grade.manual_score = None
+        grade.needs_manual_grade = False
+    gb.db.commit()
+
+
+def write_class_gradebook(course: Course, path: Path, results: Iterable[JobResult]) -> None:
+    """Record every result in a copy of the course's gradebook at ``path`` (for Formgrader):
+    written beside it and moved into place whole."""
+    import shutil
+
+    from nbgrader.api import Gradebook
+
+    tmp = path.with_suffix(".tmp")
+    shutil.copyfile(course.root / "gradebook.db", tmp)
+    with nbgrader_environment(), Gradebook(f"sqlite:///{tmp.resolve()}") as gb:
+        for result in results:
+            record_scores(gb, result)
+    tmp.replace(path)

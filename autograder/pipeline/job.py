@@ -33,7 +33,7 @@ from autograder.pipeline.cells import Structure
 from autograder.pipeline.course import COURSE_ID
 from autograder.pipeline.execute import RunLimits, run_cells
 from autograder.pipeline.feedback import executed_notebook, write_executed, write_feedback
-from autograder.pipeline.spec import Job, JobResult, Status, set_status
+from autograder.pipeline.spec import Job, JobFolder, JobResult, Status, set_status
 
 #: Cells that stopped the runner (crash, exit, limit) or timed out that a notebook may have
 #: skipped before it scores 0 as a whole.
@@ -58,7 +58,7 @@ def run_job(job: Job) -> JobResult:
     try:
         submitted = graded_cells.read_submission(Path(job.submission))
     except ValueError as exc:
-        result.status = Status.INVALID_NOTEBOOK.value
+        set_status(result, Status.INVALID_NOTEBOOK)
         result.detail = str(exc)
         result.notes.append(f"Your notebook could not be read: {exc}")
         result.cells = {gid: [0.0, pts, "notebook unreadable"]
@@ -66,9 +66,10 @@ def run_job(job: Job) -> JobResult:
     else:
         _grade(job, submitted, release, structure, result, workdir)
     result.seconds = round(time.monotonic() - started, 2)
-    partial = workdir / "result.json.tmp"
+    final = JobFolder(workdir).result
+    partial = final.with_suffix(".json.tmp")
     partial.write_text(json.dumps(asdict(result), indent=1), encoding="utf-8")
-    partial.replace(workdir / "result.json")
+    partial.replace(final)
     return result
 
 
@@ -93,7 +94,7 @@ def _grade(job: Job, submitted: nbformat.NotebookNode, release: nbformat.Noteboo
         result.peak_rss_mb = max(result.peak_rss_mb, round(run.peak_mb, 1))
         if run.stopped == "grader-error":
             scoring.fail_whole(result, structure, run)
-            (workdir / "runner.log").write_text(run.stderr, encoding="utf-8")
+            JobFolder(workdir).runner_log.write_text(run.stderr, encoding="utf-8")
             return
         if run.finished or run.stopped == "report":
             break
@@ -101,7 +102,7 @@ def _grade(job: Job, submitted: nbformat.NotebookNode, release: nbformat.Noteboo
         if cell is None or cell in skipped or len(skipped) >= MAX_DEADLY_CELLS \
                 or run.stopped == "run-timeout":
             scoring.fail_whole(result, structure, run)
-            (workdir / "runner.log").write_text(run.stderr, encoding="utf-8")
+            JobFolder(workdir).runner_log.write_text(run.stderr, encoding="utf-8")
             return
         skipped[cell] = "timeout" if run.stopped == "timeout" else "died"
         plan.cells[cell]["skip_reason"] = run.reason

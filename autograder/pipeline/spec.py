@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
+from pathlib import Path
 
 
 class Status(StrEnum):
@@ -33,6 +34,52 @@ PRECEDENCE = (Status.NOT_SUBMITTED, Status.GRADER_ERROR, Status.WORKER_LOST,
               Status.INVALID_NOTEBOOK, Status.TAMPERED,
               Status.KERNEL_DIED, Status.TIMEOUT, Status.MISSING_CELLS, Status.GRADED)
 """Statuses, most important first."""
+
+
+@dataclass(frozen=True)
+class JobFolder:
+    """The files of one grading job: its folder, and the records the class grader keeps beside
+    it (``<workdir>.job.json`` and so on). Every module names them through this type.
+
+    Attributes:
+        workdir: The job's own folder (``OUT/jobs/<student>/<assignment>``).
+    """
+
+    workdir: Path
+
+    @property
+    def result(self) -> Path:
+        """The job's :class:`JobResult`, written last and atomically."""
+        return self.workdir / "result.json"
+
+    @property
+    def feedback(self) -> Path:
+        """nbgrader's feedback page for the student."""
+        return self.workdir / "feedback.html"
+
+    @property
+    def runner_log(self) -> Path:
+        """The runner's standard error when grading stopped (for the grader's log only)."""
+        return self.workdir / "runner.log"
+
+    @property
+    def spec(self) -> Path:
+        """The :class:`Job` as JSON, what the job's process reads."""
+        return self.workdir.parent / f"{self.workdir.name}.job.json"
+
+    @property
+    def log(self) -> Path:
+        """The job process's own output."""
+        return self.workdir.parent / f"{self.workdir.name}.log"
+
+    @property
+    def done(self) -> Path:
+        """The finished job's result and fingerprint (what a resumed run skips)."""
+        return self.workdir.parent / f"{self.workdir.name}.done.json"
+
+    def returned(self) -> list[Path]:
+        """The job folder's own records a cluster worker sends back to the head."""
+        return [self.result, self.feedback, self.runner_log]
 
 
 @dataclass(frozen=True)
