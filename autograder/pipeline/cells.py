@@ -269,7 +269,12 @@ def split_test(source: str) -> tuple[str, list[dict], list]:
     expected: list = []
     for block in blocks:
         for statement in ast.parse(block).body:
-            call, want = _hidden_call(statement)
+            try:
+                call, want = _hidden_call(statement)
+            except (ValueError, TypeError, SyntaxError):
+                raise ValueError(f"a hidden test must be face.check(Name, ...) or assert "
+                                 f"answer(...) == constant, not: {ast.unparse(statement)}"
+                                 ) from None
             hidden.append(call)
             expected.append(want)
     return visible, hidden, expected
@@ -339,7 +344,11 @@ def _names(source: str) -> tuple[set[str], set[str]] | None:
     told. Read off Python's own symbol tables (``symtable``), so a function's or a
     comprehension's local names are not the notebook's."""
     try:
-        table = symtable.symtable(magics.to_python(source), "<cell>", "exec")
+        python = magics.to_python(source)
+        table = symtable.symtable(python, "<cell>", "exec")
+        if any(isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names)
+               for node in ast.walk(ast.parse(python))):
+            return None
     except (SyntaxError, ValueError):
         return None
     read: set[str] = set()
@@ -351,8 +360,6 @@ def _names(source: str) -> tuple[set[str], set[str]] | None:
         top = scope is table
         for symbol in scope.get_symbols():
             name = symbol.get_name()
-            if symbol.is_imported() and name == "*":
-                return None
             if not (top or symbol.is_global()):
                 continue
             if symbol.is_referenced() or symbol.is_declared_global():
