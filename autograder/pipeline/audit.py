@@ -52,6 +52,11 @@ _FRAME_RETURNING = (
     ("inspect", "currentframe"), ("inspect", "stack"), ("inspect", "trace"),
     ("inspect", "getouterframes"), ("inspect", "getinnerframes"),
     ("traceback", "walk_stack"), ("traceback", "walk_tb"), ("logging", "currentframe"),
+    # A stack summary walks the caller's own frames (and with ``capture_locals`` shows every
+    # local of the runner's): the summary, not the walk, is what the caller asked for.
+    ("traceback", "extract_stack"), ("traceback", "format_stack"), ("traceback", "print_stack"),
+    ("traceback", "StackSummary.extract"),
+    ("traceback", "StackSummary._extract_from_extended_frame_gen"),
     ("tensorflow.python.util.tf_inspect", "currentframe"),
     ("tensorflow.python.util.tf_inspect", "stack"),
 )
@@ -198,6 +203,10 @@ def make_audit_hook(roots: tuple[str, ...], trusted_files: Iterable[str],
             return f"import {args[0]}" if event == "import" else event
         if event == "object.__setattr__":
             target, name = args[0], args[1]
+            if isinstance(target, type) and _grader_class(target):
+                who = origin(frame)
+                if who is not None and not trusted(who.f_code.co_filename):
+                    return f"changing the grader's class {target.__qualname__}.{name}"
             if (not caller_trusted and name in _FUNCTION_FIELDS
                     and _type(target) is _function
                     and trusted(target.__code__.co_filename)):
@@ -248,11 +257,27 @@ def make_audit_hook(roots: tuple[str, ...], trusted_files: Iterable[str],
     return hook
 
 
+def _grader_class(cls: type, _module=type.__dict__["__module__"]) -> bool:
+    """A class a grader module defines (its module read without running the class's code)."""
+    try:
+        module = _module.__get__(cls)
+    except (AttributeError, TypeError):
+        return False
+    return type(module) is str and module.startswith("autograder.")
+
+
 def _frame_returning_codes() -> list[types.CodeType]:
+    """The code of each function in :data:`_FRAME_RETURNING`, and of the generators defined
+    inside it (``StackSummary.extract`` walks the stack through one of its own)."""
     codes = []
     for module_name, name in _FRAME_RETURNING:
-        module = sys.modules.get(module_name)
-        code = getattr(getattr(module, name, None), "__code__", None)
-        if code is not None:
+        found = sys.modules.get(module_name)
+        for part in name.split("."):
+            found = getattr(found, part, None)
+        code = getattr(found, "__code__", None)
+        pending = [code] if code is not None else []
+        while pending:
+            code = pending.pop()
             codes.append(code)
+            pending.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
     return codes
