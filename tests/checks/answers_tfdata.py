@@ -205,6 +205,34 @@ def rare_flip_augment(images, seed):
         lambda s: tf.random.stateless_uniform([], s) < 0.05)
 
 
+def _flip_with(probability: float) -> Any:
+    """An answer right in all but its flip probability: per-element stateless seeds, a
+    uniform shift, a flip when a stateless uniform draw is below ``probability``."""
+    def augment(images, seed):
+        return _seeded_augment(
+            images, seed,
+            lambda s: tf.random.stateless_uniform([], s, -tfdata.MAX_DELTA, tfdata.MAX_DELTA),
+            lambda s: tf.random.stateless_uniform([], s) < probability)
+
+    return augment
+
+
+def fifth_flip_augment(images, seed):
+    """A flip with probability 0.2 (issue #32): passed the old bound of 6-26 flips in 32."""
+    return _flip_with(0.2)(images, seed)
+
+
+def forty_percent_flip_augment(images, seed):
+    """A flip with probability 0.4: as near 1/2 as the check must still tell apart."""
+    return _flip_with(0.4)(images, seed)
+
+
+def sixty_percent_flip_augment(images, seed):
+    """A flip with probability 0.6: the band's other side (its verdict is deterministic, as
+    0.4's is, so it is checked once, in test_tfdata's flip-count test, not 20 times)."""
+    return _flip_with(0.6)(images, seed)
+
+
 def bernoulli_flip_augment(images, seed):
     """Correct, unusual: the flip decided by a stateless binomial draw, the shift uniform."""
     return _seeded_augment(
@@ -215,7 +243,7 @@ def bernoulli_flip_augment(images, seed):
 
 WRONG_AUGMENTS = [stateful_augment, shared_generator_augment, one_seed_augment,
                   unordered_augment, brighter_only_augment, narrow_shift_augment,
-                  rare_flip_augment]
+                  rare_flip_augment, fifth_flip_augment, forty_percent_flip_augment]
 CORRECT_AUGMENTS = [split_seed_augment, numpy_rng_augment, bernoulli_flip_augment]
 
 

@@ -12,9 +12,11 @@ How each check decides, and why its counts are enough:
   loader's producer overwrites records on every run, already on one thread; an answer that
   changes the switch interval during the check fails for that.
 - ``augment``: one-thread properties (shape, shift range, input order, per-element and
-  per-seed draws), then ``stress`` (2 trials) comparing concurrent iterations with the first
-  run. Stateful random ops are drawn in a different order on every iteration of a parallel
-  map, so the first trial already differs.
+  per-seed draws), the flip probability (3,000 images of one fixed seed, 1,350-1,650 flips
+  accepted: exact binomial tails give a correct answer 3.8e-8 and a p = 0.4 or 0.6 answer
+  1.5e-8 of a false verdict, both checked below), then ``stress`` (2 trials) comparing
+  concurrent iterations with the first run. Stateful random ops are drawn in a different order
+  on every iteration of a parallel map, so the first trial already differs.
 - ``fast_pipeline``: order and values, at least two reads in flight (structural, so load on
   the machine cannot make a one-read-at-a-time pipeline pass), and a speed-up of at least
   30 % of the ideal one, measured in the same run (naive loop, ideal bound and pipeline run
@@ -33,6 +35,7 @@ from __future__ import annotations
 import threading
 import time
 import warnings
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -75,3 +78,34 @@ EXERCISES = {
 (test_wrong_answer_fails_every_grading_run_with_a_message_in_the_exercises_terms,
  test_correct_answer_passes_every_grading_run,
  test_lessons_own_solution_passes) = validity_tests(EXERCISES, solution_runs=SOLUTION_RUNS)
+
+
+def test_flip_band_tells_one_half_from_0_4_and_0_6_with_errors_below_one_in_a_million():
+    """The flip check's design, from exact binomial tails (integers, no approximation)."""
+    errors = tfdata.flip_band_errors()
+    assert tfdata.FLIP_DRAWS == 3000 and tfdata.FLIPS_WITHIN == (1350, 1650)
+    assert errors[Fraction(1, 2)] < 1e-7  # a correct answer outside the band: 3.8e-8
+    assert errors[Fraction(2, 5)] < 1e-7  # p = 0.4 inside it: 1.5e-8
+    assert errors[Fraction(3, 5)] == errors[Fraction(2, 5)]  # the band is symmetric
+    assert errors[Fraction(1, 5)] < 1e-200  # p = 0.2, issue #32's answer
+
+
+_FLIP_COUNTS = [pytest.param(answer, id=answer.__name__) for answer in
+                [_SOLVED["augment"], *answers.CORRECT_AUGMENTS,
+                 answers.fifth_flip_augment, answers.forty_percent_flip_augment,
+                 answers.sixty_percent_flip_augment]]
+
+
+@pytest.mark.parametrize("answer", _FLIP_COUNTS)
+def test_flip_count_of_the_fixed_seed_is_in_the_band_exactly_when_the_probability_is_one_half(
+        answer):
+    out = np.stack([np.asarray(x) for x in answer(tfdata.flip_images(), tfdata.FLIP_SEED)])
+    flips = tfdata.count_flips(out, tfdata.flip_image_array(), "the flip images")
+    low, high = tfdata.FLIPS_WITHIN
+    wrong = answer in (answers.fifth_flip_augment, answers.forty_percent_flip_augment,
+                       answers.sixty_percent_flip_augment)
+    assert (low <= flips <= high) != wrong, f"{flips} flips of {tfdata.FLIP_DRAWS}"
+    if wrong:
+        with pytest.raises(AssertionError, match="flipped with probability 1/2, but "
+                                                 f"{flips} of the 3000 images"):
+            tfdata.check_augment(answer)

@@ -14,7 +14,9 @@ counting wrapper, is explored with the controlled scheduler instead.
 - :func:`check_augment`: two threads iterate the augmented dataset at the same time; both must
   see exactly the images a first, one-thread run produced (same augmentation every run), every
   image must be a brightness shift in range plus an optional flip, with the shifts differing
-  from image to image and from seed to seed.
+  from image to image and from seed to seed, and the flips of 3,000 images of one fixed seed
+  must number 45-55 % (a flip probability of 0.4 or 0.6 is told from 1/2 with exact binomial
+  error bounds below 1e-7: see ``settings``).
 - :func:`check_served`: a read wrapper that counts the records it served and the reads that
   failed, called by tf.data's threads at once. Its counting is pure Python, so it is explored
   with the controlled scheduler (two threads calling one object), and so is the overlap of
@@ -40,7 +42,15 @@ and ``grading`` (the four graders).
 
 from __future__ import annotations
 
-from autograder.checks.tfdata.augment import image_array, images, run_augment
+from autograder.checks.tfdata.augment import (
+    count_flips,
+    flip_band_errors,
+    flip_image_array,
+    flip_images,
+    image_array,
+    images,
+    run_augment,
+)
 from autograder.checks.tfdata.fast import FastRun, measure, naive_loop, order_run
 from autograder.checks.tfdata.grading import check_augment, check_fast, check_loader, check_served
 from autograder.checks.tfdata.lab import (
@@ -62,6 +72,8 @@ from autograder.checks.tfdata.served import (
 )
 from autograder.checks.tfdata.settings import (
     FAST_RECORDS,
+    FLIP_DRAWS,
+    FLIP_SEED,
     FLIPS_WITHIN,
     IMAGE_SHAPE,
     IMAGES,
@@ -86,7 +98,8 @@ from autograder.checks.tfdata.settings import (
 
 __all__ = [
     # settings
-    "FAST_RECORDS", "FLIPS_WITHIN", "IMAGE_SHAPE", "IMAGES", "LOADER_READ_S", "LOADER_RECORDS",
+    "FAST_RECORDS", "FLIP_DRAWS", "FLIP_SEED", "FLIPS_WITHIN", "IMAGE_SHAPE", "IMAGES",
+    "LOADER_READ_S", "LOADER_RECORDS",
     "MAX_DELTA", "MIN_EACH_SIGN", "MIN_SHARE_OF_IDEAL", "MIN_SPREAD", "ORDER_FAST_S",
     "ORDER_SLOW_S", "OVERLAP_SCHEDULES", "SEED", "SERVED_RECORDS", "SERVED_SCHEDULES",
     "STRESS_TRIALS", "TIMEOUT_S", "TRAIN_S", "TRANSFORM_S", "WIDTH",
@@ -97,7 +110,8 @@ __all__ = [
     "shared_generator_trials",
     # the four exercises
     "run_loader",
-    "image_array", "images", "run_augment",
+    "image_array", "images", "run_augment", "count_flips", "flip_band_errors",
+    "flip_image_array", "flip_images",
     "FastRun", "measure", "naive_loop", "order_run",
     "MissingRecord", "read_or_missing", "run_overlap", "run_served", "served_by_a_parallel_map",
     "served_on_one_thread",

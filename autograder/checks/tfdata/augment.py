@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -11,6 +13,8 @@ import numpy as np
 from autograder.checks.plain import exception_line
 from autograder.checks.tfdata.records import _values
 from autograder.checks.tfdata.settings import (
+    FLIP_DRAWS,
+    FLIP_SEED,
     FLIPS_WITHIN,
     IMAGE_SHAPE,
     IMAGES,
@@ -51,6 +55,93 @@ def image_array(count: int = IMAGES) -> np.ndarray:
     return rng.uniform(0.3, 0.7, size=(count, *IMAGE_SHAPE)).astype("float32")
 
 
+def flip_image_array(count: int = FLIP_DRAWS) -> np.ndarray:
+    """``count`` float32 images in [0.3, 0.7] for counting flips, none symmetric (another seed
+    than :func:`image_array`)."""
+    rng = np.random.default_rng(SEED + 1)
+    return rng.uniform(0.3, 0.7, size=(count, *IMAGE_SHAPE)).astype("float32")
+
+
+def flip_images(count: int = FLIP_DRAWS) -> Any:
+    """:func:`flip_image_array` as a tf.data.Dataset, from memory (no simulated reads, so
+    thousands of images take a fraction of a second)."""
+    import tensorflow as tf
+
+    return tf.data.Dataset.from_tensor_slices(flip_image_array(count))
+
+
+def count_flips(out: np.ndarray, originals: np.ndarray, what: str) -> int:
+    """How many of ``out`` are their original mirrored left to right, plus one shift.
+
+    Raises:
+        AssertionError: when an image is neither its original nor its mirror plus one shift.
+    """
+    if out.shape != originals.shape:
+        raise AssertionError(f"augment: expected {len(originals)} images shaped "
+                             f"{originals.shape[1:]} from {what}, got an array shaped "
+                             f"{out.shape}")
+
+    def one_shift(difference: np.ndarray) -> np.ndarray:
+        mean = difference.mean(axis=(1, 2, 3), keepdims=True)
+        return np.isclose(difference, mean, rtol=1e-5, atol=1e-5).all(axis=(1, 2, 3))
+
+    as_is = one_shift(out - originals)
+    mirrored = one_shift(out - originals[:, :, ::-1])
+    neither = np.flatnonzero(~as_is & ~mirrored)
+    if neither.size:
+        raise AssertionError(
+            f"augment: image {int(neither[0])} of {what} is not the input image (or its "
+            f"left-right mirror) plus one brightness shift; expected exactly that "
+            f"augmentation, in input order")
+    return int(np.count_nonzero(mirrored & ~as_is))
+
+
+def flip_band_errors(draws: int = FLIP_DRAWS, within: tuple[int, int] = FLIPS_WITHIN,
+                     wrong: tuple[Fraction, ...] = (Fraction(2, 5), Fraction(3, 5),
+                                                    Fraction(1, 5))) -> dict[Fraction, float]:
+    """The flip check's chances of a false verdict, from exact binomial tails.
+
+    With ``k`` ~ Binomial(``draws``, p) flipped images, accepted when ``low <= k <= high``:
+    for p = 1/2 the chance that ``k`` falls outside (a correct answer fails), for each p in
+    ``wrong`` the chance that it falls inside (a wrong answer passes). Each tail is
+    ``sum(comb(n, k) * a**k * (b - a)**(n - k)) / b**n`` for p = a/b, in integers.
+
+    Returns:
+        p -> that chance.
+    """
+    low, high = within
+
+    def inside(p: Fraction) -> Fraction:
+        a, b = p.numerator, p.denominator
+        total = sum(math.comb(draws, k) * a ** k * (b - a) ** (draws - k)
+                    for k in range(low, high + 1))
+        return Fraction(total, b ** draws)
+
+    errors = {Fraction(1, 2): float(1 - inside(Fraction(1, 2)))}
+    errors.update({p: float(inside(p)) for p in wrong})
+    return errors
+
+
+def _flip_share(augment: Callable[[Any, int], Any]) -> None:
+    """The flips of :data:`FLIP_DRAWS` images augmented with :data:`FLIP_SEED` are within
+    :data:`FLIPS_WITHIN` (probability 1/2 each; see settings for the error bounds)."""
+    what = f"the {FLIP_DRAWS} images of augment(images, seed={FLIP_SEED})"
+    try:
+        out = _collect(augment(flip_images(), FLIP_SEED))
+    except Exception as error:  # noqa: BLE001 - the student's code, reported to the student
+        raise AssertionError(
+            f"augment: on one thread, building and iterating {what} raised "
+            f"{exception_line(error)}") from None
+    flips = count_flips(out, flip_image_array(), what)
+    low, high = FLIPS_WITHIN
+    if not low <= flips <= high:
+        raise AssertionError(
+            f"augment: expected each image flipped with probability 1/2, but {flips} of "
+            f"{what} were flipped ({flips / FLIP_DRAWS:.1%}; expected {low}-{high}, "
+            f"{low / FLIP_DRAWS:.0%}-{high / FLIP_DRAWS:.0%}: a correct answer lands "
+            f"outside with probability below 1e-7)")
+
+
 def _collect(dataset: Any) -> np.ndarray:
     return np.stack([_values(x, "iterating the augmented dataset") for x in dataset])
 
@@ -68,13 +159,14 @@ def run_augment(augment: Callable[[Any, int], Any], *, trials: int = STRESS_TRIA
             f"augment: on one thread, building and iterating the augmented dataset raised "
             f"{exception_line(error)} (expected "
             f"{IMAGES} augmented images)") from None
-    shifts, flips = _augmentation_sane(reference, originals)
-    more_shifts, more_flips = _augmentation_sane(other_seed, originals)
-    _distribution_sane(shifts + more_shifts, flips + more_flips)
+    shifts, _ = _augmentation_sane(reference, originals)
+    more_shifts, _ = _augmentation_sane(other_seed, originals)
+    _distribution_sane(shifts + more_shifts)
     if np.array_equal(reference, other_seed):
         raise AssertionError(
             "augment: seeds 11 and 12 gave the same images; expected the seed to choose the "
             "random shifts and flips.")
+    _flip_share(augment)
 
     def setup() -> dict[str, Any]:
         return {"dataset": dataset, "seen": [None, None]}
@@ -100,8 +192,8 @@ def run_augment(augment: Callable[[Any, int], Any], *, trials: int = STRESS_TRIA
                   timeout_s=TIMEOUT_S)
 
 
-def _distribution_sane(shifts: list[float], flips: int) -> None:
-    """The shifts and flips of both seeds follow the spec's distribution, within the bounds."""
+def _distribution_sane(shifts: list[float]) -> None:
+    """The shifts of both seeds follow the spec's distribution, within the bounds."""
     count = len(shifts)
     negative, positive = sum(d < 0 for d in shifts), sum(d > 0 for d in shifts)
     if min(negative, positive) < MIN_EACH_SIGN:
@@ -114,11 +206,6 @@ def _distribution_sane(shifts: list[float], flips: int) -> None:
             f"augment: expected brightness shifts spread over [-{MAX_DELTA}, {MAX_DELTA}], but "
             f"the {count} images of seeds 11 and 12 got shifts from {min(shifts):+.3f} to "
             f"{max(shifts):+.3f} only")
-    low, high = FLIPS_WITHIN
-    if not low <= flips <= high:
-        raise AssertionError(
-            f"augment: expected each image flipped with probability 1/2, but {flips} of the "
-            f"{count} images of seeds 11 and 12 were flipped (expected {low}-{high})")
 
 
 def _augmentation_sane(out: np.ndarray, originals: np.ndarray) -> tuple[list[float], int]:

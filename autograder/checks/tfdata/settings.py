@@ -25,13 +25,27 @@ FAST_RECORDS = 8
 MIN_SHARE_OF_IDEAL = 0.3
 
 # Exercise 2 (augment).
-#: Bounds on the 32 augmentations of seeds 11 and 12 together (issue #18, class 6). For a
-#: correct answer (shift uniform in [-MAX_DELTA, MAX_DELTA], flip with probability 1/2) each
-#: bound fails with probability below 1e-4 on one fixed seed pair, so a correct answer passes
-#: every run; shifts of one sign, a narrow spread or rare flips fail every run.
+#: Bounds on the shifts of the 32 augmentations of seeds 11 and 12 together (issue #18, class
+#: 6). For a correct answer (shift uniform in [-MAX_DELTA, MAX_DELTA]) each bound fails with
+#: probability below 1e-4 on one fixed seed pair, so a correct answer passes every run; shifts
+#: of one sign or a narrow spread fail every run.
 MIN_EACH_SIGN = 6
 MIN_SPREAD = 0.5 * 2 * MAX_DELTA
-FLIPS_WITHIN = (6, 26)
+#: The flip probability (issue #32), from FLIP_DRAWS in-memory images augmented with seed
+#: FLIP_SEED: FLIP_DRAWS Bernoulli draws, one per element (its stateless seed is the seed and
+#: its position), and the answer passes when the number of flipped images k is within
+#: FLIPS_WITHIN (a share of 0.45 to 0.55). Exact binomial tails (math.comb, integers; computed
+#: by ``augment.flip_band_errors``, checked in tests/checks/test_tfdata.py), n = 3000:
+#:   p = 0.5 (correct):  P(k < 1350) + P(k > 1650) = 3.80e-8 (wrongly failed)
+#:   p = 0.4 (wrong):    P(k >= 1350)               = 1.52e-8 (wrongly passed; p = 0.6 alike,
+#:                                                   p <= 0.4 or >= 0.6 less likely still)
+#:   p = 0.2 (wrong):    P(k >= 1350)               = 2.4e-209
+#: Each is below 1e-6. The seed is fixed, so an answer's verdict is the same in every run:
+#: these are the chances, over the choice of seed, that a correct answer fails every run or
+#: a p = 0.4 answer passes every run.
+FLIP_DRAWS = 3000
+FLIP_SEED = 13
+FLIPS_WITHIN = (1350, 1650)
 
 # Exercise 3 (fast_pipeline).
 #: The order run: record i's read and transform take ORDER_SLOW_S when i is even and
