@@ -17,13 +17,16 @@ property under load with fixed seeds and counts and no retries:
   that version or a newer one, and the last requests see the last version.
 - :func:`check_accounting` (real threads, bounded waits): one client in sequence, then 16 at
   once with a few malformed requests among them, then ``close()`` while 12 clients are sending
-  to a slow model. Every accepted request is answered exactly with its own row, malformed ones
-  raise ``ValueError`` in their own caller only, the statistics are exact, ``close()`` answers
-  what was queued, joins the service's threads and makes later calls raise ``RuntimeError``.
-  A client or ``close()`` that does not return in time, or a thread left running, fails with
-  the names and stacks of the stuck threads. Not graded: a count kept with a plain ``+=``
-  on the client threads (real threads under the GIL practically never lose one, and
-  ``explore`` needed 3 to over 200 schedules to find it, too many for the budget).
+  to a slow model, called while requests wait in the service's queue by construction (the
+  batch that could take them is held inside the model until ``close()`` is under way), so
+  the verdict does not depend on the machine's load. Every accepted request is answered
+  exactly with its own row, malformed ones raise ``ValueError`` in their own caller only, the
+  statistics are exact, ``close()`` answers what was queued, joins the service's threads and
+  makes later calls raise ``RuntimeError``. A client or ``close()`` that does not return in
+  time, or a thread left running, fails with the names and stacks of the stuck threads. Not
+  graded: a count kept with a plain ``+=`` on the client threads (real threads under the GIL
+  practically never lose one, and ``explore`` needed 3 to over 200 schedules to find it, too
+  many for the budget).
 - :func:`check_throughput` (real threads): memory first: the bytes of Keras variables the
   answer creates on top of the model's own (found through ``gc``) while 16 clients are
   connected must stay within :data:`MAX_EXTRA_COPIES` copies of the model (one copy per
@@ -50,7 +53,7 @@ designs), ``clients`` (client threads and their stacks), ``cold_start``, ``updat
 
 from __future__ import annotations
 
-from autograder.checks.capstone.accounting import accounting_problems
+from autograder.checks.capstone.accounting import CloseRun, accounting_problems
 from autograder.checks.capstone.clients import (
     Call,
     ClientRun,
@@ -87,15 +90,14 @@ from autograder.checks.capstone.settings import (
     ACCOUNT_REQUESTS,
     ACCOUNT_SEQUENTIAL,
     CLIENTS,
-    CLOSE_AFTER_S,
     CLOSE_CLIENTS,
     CLOSE_REQUESTS,
     COLD_REQUESTS,
     COLD_TRIALS,
     FEATURES,
     FIRST_VERSION,
+    HANDOVER_S,
     JOIN_GRACE_S,
-    LATE_START_S,
     MAX_EXTRA_COPIES,
     MIN_SPEEDUP,
     SEED,
@@ -125,9 +127,9 @@ from autograder.checks.kit import keras_variable_bytes
 __all__ = [
     # settings
     "ACCOUNT_BAD_CLIENTS", "ACCOUNT_CLIENTS", "ACCOUNT_REQUESTS", "ACCOUNT_SEQUENTIAL",
-    "CLIENTS", "CLOSE_AFTER_S", "CLOSE_CLIENTS", "CLOSE_REQUESTS", "COLD_REQUESTS",
-    "COLD_TRIALS", "FEATURES", "FIRST_VERSION", "JOIN_GRACE_S", "LATE_START_S",
-    "MAX_EXTRA_COPIES", "MIN_SPEEDUP", "SEED", "SLOW_CALL_S", "SMOKE_S", "STALL_S", "STUCK_S",
+    "CLIENTS", "CLOSE_CLIENTS", "CLOSE_REQUESTS", "COLD_REQUESTS", "COLD_TRIALS", "FEATURES",
+    "FIRST_VERSION", "HANDOVER_S", "JOIN_GRACE_S", "MAX_EXTRA_COPIES", "MIN_SPEEDUP", "SEED",
+    "SLOW_CALL_S", "SMOKE_S", "STALL_S", "STUCK_S",
     "THROUGHPUT_CALL_S", "THROUGHPUT_REQUESTS", "THROUGHPUT_ROUNDS", "TIMEOUT_S",
     "UPDATE_CLIENTS", "UPDATE_GAP_S", "UPDATE_TRIALS", "UPDATES",
     # models and memory
@@ -138,7 +140,8 @@ __all__ = [
     # clients
     "Call", "ClientRun", "describe_threads", "run_clients", "wait_for_progress",
     # the four parts
-    "ColdTrial", "run_cold_start", "UpdateTrial", "run_weight_updates", "accounting_problems",
+    "ColdTrial", "run_cold_start", "UpdateTrial", "run_weight_updates", "CloseRun",
+    "accounting_problems",
     "Measurement", "Speedup", "benchmark", "busy_model", "measure_speedup",
     # graders
     "check_accounting", "check_cold_start", "check_throughput", "check_weight_updates",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,8 @@ from autograder.checks.capstone.clients import (
     describe_threads,
     run_clients,
     wait_for_progress,
+    wait_until,
+    waiting_for_another,
 )
 from autograder.checks.capstone.models import (
     reference_outputs,
@@ -32,12 +35,11 @@ from autograder.checks.capstone.settings import (
     ACCOUNT_CLIENTS,
     ACCOUNT_REQUESTS,
     ACCOUNT_SEQUENTIAL,
-    CLOSE_AFTER_S,
     CLOSE_CLIENTS,
     CLOSE_REQUESTS,
     FEATURES,
+    HANDOVER_S,
     JOIN_GRACE_S,
-    LATE_START_S,
     SEED,
     STALL_S,
     STUCK_S,
@@ -109,7 +111,8 @@ def _rows_with_bad(seed: int, clients: int, per_client: int, bad_clients: int
     return rows, bad
 
 
-def accounting_problems(service_class: Callable[..., Any], *, seed: int = SEED) -> list[str]:
+def accounting_problems(service_class: Callable[..., Any], *, seed: int = SEED,
+                        record: list[CloseRun] | None = None) -> list[str]:
     """Run the three phases of part 3 and return what went wrong (empty when all is right).
 
     1. One client sends :data:`ACCOUNT_SEQUENTIAL` requests one after another: each answer is
@@ -121,13 +124,27 @@ def accounting_problems(service_class: Callable[..., Any], *, seed: int = SEED) 
        in its caller; ``stats()`` counts every request once, the malformed ones as errors,
        and between one and one-per-request batches for the rest.
     3. On a new service over :func:`slow_model`, :data:`CLOSE_CLIENTS` clients send
-       :data:`CLOSE_REQUESTS` each; every other client starts :data:`LATE_START_S` late, and
-       ``close()`` is called once the late ones have sent their first request, while the
-       early ones' batch is still computing: the late requests are queued. Every request
-       gets its answer or ``RuntimeError`` (refused: the service is closed), none hangs;
-       ``close()`` returns in time; the threads the service started have ended within
-       :data:`JOIN_GRACE_S` of ``close()`` returning; the statistics count the requests that
-       were not refused; ``predict`` after ``close()`` raises ``RuntimeError``.
+       :data:`CLOSE_REQUESTS` each, and ``close()`` is called while requests wait in the
+       service's queue, by construction rather than by timing: the first model call after
+       the service was built (the early clients' first batch) is held inside the model; only
+       then do the late clients (every other one) send their first request; once each is
+       seen waiting inside ``predict()`` for its answer (handed over: the batch that could
+       take it is held), ``close()`` is called on its own thread; once ``close()`` is seen
+       waiting (for the service's threads) or has returned, the held call goes on. So a
+       service that stops without answering what it had queued loses the late requests in
+       every run, however loaded the machine (the waits for "seen" are bounded by
+       :data:`HANDOVER_S`: a service that waits in another way, a lock held around the
+       model in the caller's thread for instance, is closed then, and graded the same).
+       Every request gets its answer or ``RuntimeError`` (refused: the service is closed),
+       none hangs; ``close()`` returns in time; the threads the service started have ended
+       within :data:`JOIN_GRACE_S` of ``close()`` returning; the statistics count the
+       requests that were not refused; ``predict`` after ``close()`` raises
+       ``RuntimeError``.
+
+    Args:
+        service_class: The answer.
+        seed: Seeds the models and requests.
+        record: Receives the close test's :class:`CloseRun` (what ``close()`` met).
     """
     before = set(threading.enumerate())
     model = serving_model(seed)
@@ -173,7 +190,8 @@ def accounting_problems(service_class: Callable[..., Any], *, seed: int = SEED) 
                 f"batches; expected between {ACCOUNT_SEQUENTIAL + 1} and {good} (one model call"
                 " serves one or more requests)"]
     try:
-        return _close_problems(service_class, seed, before | set(threading.enumerate()))
+        return _close_problems(service_class, seed, before | set(threading.enumerate()),
+                               record)
     finally:
         _close_quietly(service)
 
@@ -186,9 +204,58 @@ def _expected(seed: int, rows: list[list[np.ndarray]]) -> dict[tuple[int, int], 
     return dict(zip(keys, outputs, strict=True))
 
 
+class _Gate:
+    """The close test's hold on the model: the first model call after :meth:`arm` waits
+    (inside the model's slow layer, on whichever thread called the model) until
+    :meth:`release`, at most :data:`STUCK_S`. Calls before arming (the service's warmup) and
+    after the first pass through."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._armed = False
+        self.entered = threading.Event()
+        self._released = threading.Event()
+
+    def arm(self) -> None:
+        with self._lock:
+            self._armed = True
+
+    def release(self) -> None:
+        self._released.set()
+
+    def __call__(self, rows: np.ndarray) -> None:
+        with self._lock:
+            mine = self._armed and not self.entered.is_set()
+            if mine:
+                self.entered.set()
+        if mine:
+            self._released.wait(STUCK_S)
+
+
+@dataclass
+class CloseRun:
+    """How the close test's ``close()`` met the service (for the tests of this check).
+
+    Attributes:
+        held: A model call was held when the late clients started (the service was serving
+            the early clients' first batch).
+        handed_over: Late clients seen waiting for their first answer inside ``predict()``
+            (their request handed over, not yet taken: the model was held) when ``close()``
+            was called.
+        close_waiting: ``close()`` was seen waiting (or had returned) before the held model
+            call was let go.
+    """
+
+    held: bool = False
+    handed_over: int = 0
+    close_waiting: bool = False
+
+
 def _close_problems(service_class: Callable[..., Any], seed: int,
-                    before: set[threading.Thread]) -> list[str]:
-    model = slow_model(seed)
+                    before: set[threading.Thread],
+                    record: list[CloseRun] | None = None) -> list[str]:
+    gate = _Gate()
+    model = slow_model(seed, record=gate)
     rows = requests_for(seed + 2, CLOSE_CLIENTS, CLOSE_REQUESTS)
     try:
         service = service_class(model, rows[0][0].copy())
@@ -197,24 +264,44 @@ def _close_problems(service_class: Callable[..., Any], seed: int,
                 "service"]
     expected = _expected(seed, rows)
     closing: dict[str, Any] = {}
+    seen = CloseRun()
+    if record is not None:
+        record.append(seen)
 
     late = range(1, CLOSE_CLIENTS, 2)
+    go_late = threading.Event()
+
+    def handed_over(run: ClientRun, c: int) -> bool:
+        first = run.calls[c][0]
+        return bool(first.start) and (bool(first.end) or waiting_for_another(run.threads[c]))
 
     def close_soon(run: ClientRun) -> None:
-        limit = time.perf_counter() + STUCK_S
-        while not all(run.calls[c][0].start for c in late) and time.perf_counter() < limit:
-            time.sleep(0.001)
-        time.sleep(CLOSE_AFTER_S)
-        closing["started"] = start = time.perf_counter()
-        thread, errors = _start(service.close, "grader-close")
+        # The early clients' first batch is in the model, held there: nothing is taken from
+        # the queue until close() is under way, whatever the machine's load.
+        try:
+            seen.held = gate.entered.wait(HANDOVER_S)
+            go_late.set()
+            # Each late request handed over: its caller waits inside predict() for the answer.
+            wait_until(lambda: all(handed_over(run, c) for c in late), HANDOVER_S)
+            seen.handed_over = sum(handed_over(run, c) for c in late)
+            closing["started"] = start = time.perf_counter()
+            thread, errors = _start(service.close, "grader-close")
+            # close() has begun (it refuses new requests) and waits for the service's threads:
+            # only now may the held batch finish, and the queued requests be taken.
+            seen.close_waiting = wait_until(lambda: waiting_for_another(thread), HANDOVER_S)
+        finally:
+            go_late.set()
+            run.held_until = time.perf_counter()
+            gate.release()
         wait_for_progress([thread], run, start, start + STUCK_S, clients=False)
         closing.update(finished=not thread.is_alive(), thread=thread,
                        returned=time.perf_counter())
         closing["error"] = errors[0] if errors else None
 
-    delays = [LATE_START_S * (c % 2) for c in range(CLOSE_CLIENTS)]
+    gate.arm()
+    starts = [go_late if c % 2 else None for c in range(CLOSE_CLIENTS)]
     run = run_clients(service, rows, deadline_s=STUCK_S, when_released=close_soon,
-                      delays=delays)
+                      starts=starts)
     if not closing["finished"]:
         stuck = [closing["thread"], *_new_threads(before)]
         return [f"close() did not return while clients were sending requests, and no request"

@@ -18,6 +18,12 @@ import numpy as np
 from autograder.checks.capstone.models import _answer
 from autograder.checks.capstone.settings import STALL_S, STUCK_S
 from autograder.checks.kit import describe_threads, within
+from autograder.harness import tamper
+
+#: Where a thread waits for another (``Condition.wait``, which ``Event.wait``, ``Future.result``
+#: and ``Queue.get`` use, and ``Thread.join``): the file and the function names, read once.
+_THREADING_FILE = threading.Condition.wait.__code__.co_filename
+_WAITING_IN = frozenset({"wait", "join", "_wait_for_tstate_lock"})
 
 #: The threads the grader started (clients, close() and smoke runners), by ``id``: a thread the
 #: service starts can take any name, so the grader's threads are told apart by identity.
@@ -84,12 +90,17 @@ class ClientRun:
         calls: Every request, per client, in the order the client made them.
         seconds: From the release until the last client finished (or the deadline).
         stuck: Client threads still inside a request at the deadline.
+        threads: The client threads, by client.
+        held_until: Until then (a ``time.perf_counter()`` value) the grader itself held the
+            model (the close test's gate): no answer was due, so no stall is counted before.
     """
 
     calls: list[list[Call]]
     seconds: float
     stuck: list[threading.Thread] = field(default_factory=list)
     latencies: list[float] = field(default_factory=list)
+    threads: list[threading.Thread] = field(default_factory=list)
+    held_until: float = 0.0
 
     @property
     def done(self) -> list[Call]:
@@ -100,12 +111,13 @@ class ClientRun:
 def run_clients(service: Any, rows: Sequence[Sequence[np.ndarray]], *, deadline_s: float,
                 gap_s: float = 0.0, when_released: Callable[[ClientRun], Any] | None = None,
                 on_finished: Callable[[], Any] | None = None,
-                delays: Sequence[float] = ()) -> ClientRun:
+                starts: Sequence[threading.Event | None] = ()) -> ClientRun:
     """One real thread per client sends its rows to ``service.predict``, one after another.
 
     The clients are released together by a barrier; ``when_released`` then runs on this
     thread with the (still running) :class:`ClientRun` (``close()`` in the close test).
-    Client ``c`` waits ``delays[c]`` seconds after the release before its first request.
+    Client ``c`` sends its first request once ``starts[c]`` is set (at most :data:`STUCK_S`
+    after the release), when there is one; the others at the release.
     Waits at most ``deadline_s`` for the clients.
     ``on_finished`` runs on this thread after every client finished its requests but before
     any client thread ends (to measure what lives as long as the threads do).
@@ -115,10 +127,10 @@ def run_clients(service: Any, rows: Sequence[Sequence[np.ndarray]], *, deadline_
     finished = threading.Barrier(len(rows) + 1) if on_finished else None
     leave = threading.Event()
 
-    def client(mine: list[Call], delay: float) -> None:
+    def client(mine: list[Call], begin: threading.Event | None) -> None:
         go.wait()
-        if delay:
-            time.sleep(delay)
+        if begin is not None:
+            begin.wait(STUCK_S)
         for call in mine:
             call.start = time.perf_counter()
             try:
@@ -132,15 +144,15 @@ def run_clients(service: Any, rows: Sequence[Sequence[np.ndarray]], *, deadline_
             finished.wait()
             leave.wait(STUCK_S)
 
-    delays = list(delays) + [0.0] * (len(calls) - len(delays))
-    threads = [_grader_thread(threading.Thread(target=client, args=(mine, delays[c]),
+    starts = list(starts) + [None] * (len(calls) - len(starts))
+    threads = [_grader_thread(threading.Thread(target=client, args=(mine, starts[c]),
                                                name=f"client-{c}", daemon=True))
                for c, mine in enumerate(calls)]
     for thread in threads:
         thread.start()
     go.wait()
     start = time.perf_counter()
-    run = ClientRun(calls, 0.0)
+    run = ClientRun(calls, 0.0, threads=threads)
     if when_released is not None:
         when_released(run)
     deadline = start + deadline_s
@@ -174,16 +186,41 @@ def wait_for_progress(threads: Sequence[threading.Thread], run: ClientRun, since
     """Wait until ``threads`` end or ``deadline`` (a ``time.perf_counter()`` value) passes,
     or until they are stuck: no request answered for :data:`STALL_S` while one is waiting
     (``clients``: the threads are the clients), or at all (otherwise: a thread such as
-    ``close()`` that should end once the waiting requests are answered)."""
+    ``close()`` that should end once the waiting requests are answered). Time before
+    ``run.held_until`` (the grader held the model) does not count."""
     while True:
         alive = [t for t in threads if t.is_alive()]
         now = time.perf_counter()
         if not alive or now > deadline:
             return
         waiting = _in_flight(run) if clients else True
-        if waiting and now - _last_answer(run, since) > STALL_S:
+        if waiting and now - _last_answer(run, max(since, run.held_until)) > STALL_S:
             return
         alive[0].join(0.02)
+
+
+def waiting_for_another(thread: threading.Thread) -> bool:
+    """True when ``thread`` has ended or is waiting in ``threading`` for another thread: its
+    innermost frame is ``Condition.wait`` (so also ``Event.wait``, ``Future.result``,
+    ``Queue.get``) or ``Thread.join``. A client seen there after it called ``predict`` has
+    handed its request over and waits for the answer; ``close()`` seen there waits for the
+    service's threads (or its queue) to finish."""
+    if not threading.Thread.is_alive(thread):
+        return True
+    frame = tamper.current_frames().get(thread.ident or -1)
+    return (frame is not None and frame.f_code.co_filename == _THREADING_FILE
+            and frame.f_code.co_name in _WAITING_IN)
+
+
+def wait_until(condition: Callable[[], bool], within_s: float) -> bool:
+    """Poll ``condition`` every millisecond until it holds; False if it did not within
+    ``within_s`` seconds."""
+    limit = time.perf_counter() + within_s
+    while not condition():
+        if time.perf_counter() > limit:
+            return False
+        time.sleep(0.001)
+    return True
 
 
 def _stuck_message(run: ClientRun, what: str, before: set[threading.Thread] | None = None

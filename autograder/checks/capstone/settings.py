@@ -35,13 +35,15 @@ ACCOUNT_REQUESTS = 8
 ACCOUNT_BAD_CLIENTS = 4
 CLOSE_CLIENTS = 12
 CLOSE_REQUESTS = 4
-#: Seconds each call of the slow model takes in the close test, so that requests queue up.
+#: Seconds each call of the slow model takes in the close test.
 SLOW_CALL_S = 0.05
-#: The close test's late clients (every other one) send their first request this long after
-#: the early ones, so they wait in the queue while the early ones' batch is computed.
-LATE_START_S = 0.01
-#: ``close()`` is called this long after every late client has sent its first request.
-CLOSE_AFTER_S = 0.005
+#: The close test holds the early clients' batch inside the model, starts the late clients,
+#: calls ``close()`` once each is seen waiting inside ``predict()`` and lets the batch go once
+#: ``close()`` is seen waiting: a deterministic order, not a timing (issue #32: with 10 ms
+#: and 5 ms delays instead, a service that drops its queue at close passed 2 grading runs of
+#: 20 on a busy machine). Each "seen" is awaited at most this long: a correct service that
+#: waits in another way (a lock held around the model in the caller's thread) is closed then.
+HANDOVER_S = 2.0
 #: While requests are waiting, the longest time without any answer before they count as
 #: stuck. The slow model answers a batch every 50 ms, but a new batch size can make Keras
 #: trace the predict function again, which took over a second on the loaded machine.
