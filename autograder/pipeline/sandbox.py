@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import sys
 from pathlib import Path
 
@@ -91,7 +92,7 @@ def runner_argv(env: dict[str, str], etc: Path, *, tmp_mb: int) -> list[str]:
     argv = [bwrap, "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
             "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net",
             "--unshare-cgroup-try", "--cap-drop", "ALL", "--die-with-parent",
-            "--new-session", "--clearenv", "--hostname", "sandbox"]
+            "--new-session", "--clearenv", "--hostname", socket.gethostname()]
     for directory in _SYSTEM_DIRS:
         if os.path.lexists(directory):
             argv += ["--ro-bind", directory, directory]
