@@ -370,6 +370,40 @@ def _names(source: str) -> tuple[set[str], set[str]] | None:
     return read, bound
 
 
+#: Names an answer would read to tell a grading run from the lab (the sandbox's user, folder,
+#: network, environment, or a demonstration the grader skipped): flagged, never scored.
+ENVIRONMENT_PROBES = frozenset({
+    "environ", "getenv", "getuid", "geteuid", "getgid", "getlogin", "gethostname", "getcwd",
+    "uname", "node", "getpwuid", "argv", "globals", "is_grading", "RACELAB_GRADING",
+    "if_nameindex", "getfqdn", "gethostbyname"})
+
+
+def environment_probes(submitted: nbformat.NotebookNode, structure: Structure) -> list[str]:
+    """The environment facts the submission's answer cells read (``os.getuid``...), sorted.
+
+    A program that recognises its test can lie about itself; the sandbox differs from the lab
+    in facts no grader can hide (its user id, its folder, no network). Answers that read them
+    are flagged for the instructor (``grades.csv`` and the feedback), never scored differently.
+    """
+    found: set[str] = set()
+    for cell in submitted.cells:
+        if cell.cell_type != "code" or grade_id(cell) not in structure.answers:
+            continue
+        try:
+            tree = ast.parse(magics.to_python(cell.source))
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            name = (node.attr if isinstance(node, ast.Attribute)
+                    else node.id if isinstance(node, ast.Name)
+                    else node.value if isinstance(node, ast.Constant)
+                    and isinstance(node.value, str) else None)
+            if name in ENVIRONMENT_PROBES or (isinstance(name, str) and name.startswith(
+                    ("/proc", "/tmp/work", "RACELAB"))):
+                found.add(name)
+    return sorted(found)
+
+
 def graded_sources(course: Path, assignment: str, notebook: str) -> dict[str, str]:
     """Each test cell's source as the gradebook's source notebook holds it (hidden tests too)."""
     source = nbformat.read(course / "source" / assignment / f"{notebook}.ipynb", as_version=4)

@@ -76,6 +76,12 @@ def run_job(job: Job) -> JobResult:
 def _grade(job: Job, submitted: nbformat.NotebookNode, release: nbformat.NotebookNode,
            structure: Structure, result: JobResult, workdir: Path) -> None:
     missing, duplicated = graded_cells.check_cells(submitted, release, structure, result)
+    probes = graded_cells.environment_probes(submitted, structure)
+    if probes:
+        result.notes.append(
+            "Flagged for the instructor (not scored): an answer reads facts of its environment "
+            f"({', '.join(probes)}) that differ between the lab and the grading sandbox; an "
+            "answer that behaves differently when graded would be misconduct.")
     course = _job_course(job, workdir)
     plan = graded_cells.make_plan(
         submitted, graded_cells.graded_sources(course, job.assignment, result.notebook),

@@ -113,10 +113,14 @@ def zero_broken_answers(plan: Plan, run: Run, structure: Structure,
 
 
 def detail(result: JobResult) -> str:
-    """The grades table's line: points per test, then the first note unless graded."""
+    """The grades table's line: points per test, then the first note unless graded (or, when
+    graded, a flag for the instructor)."""
     parts = [f"{gid}={score:g}/{pts:g}" for gid, (score, pts, _) in result.cells.items()]
+    flagged = [note for note in result.notes if note.startswith("Flagged for the instructor")]
     if result.status != Status.GRADED and result.notes:
         parts.append("| " + result.notes[0])
+    elif flagged:
+        parts.append("| " + flagged[0])
     return " ".join(parts)
 
 

@@ -96,3 +96,15 @@ def test_preload_reads_setup_cells_with_their_magics():
                         "import anatomy\nimport os")
     assert cells.preload(release) == ["import numpy as np",
                                       "from autograder.checks import anatomy"]
+
+
+def test_answers_that_read_facts_of_their_environment_are_flagged():
+    sources = ["import os", "class Answer:\n    graded = os.getuid() == 65534 or "
+               "os.getcwd() == '/tmp/work'\n", "check(Answer)"]
+    graded = {1: ("answer", "ex_a"), 2: ("test", "test_a")}
+    notebook = _notebook(*sources, graded=graded)
+    assert cells.environment_probes(notebook, cells.structure(notebook)) == [
+        "/tmp/work", "getcwd", "getuid"]
+    honest = _notebook("import threading", "class Answer:\n    lock = threading.Lock()",
+                       "check(Answer)", graded=graded)
+    assert cells.environment_probes(honest, cells.structure(honest)) == []
