@@ -25,7 +25,6 @@ slots count as guarded only while the accessing thread holds its lock (class 3).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -35,6 +34,7 @@ from tests.checks import answers_mutex as answers
 from tests.checks.grading_runs import (
     Exercise,
     solution_namespace,
+    unfilled_answer_test,
     validity_tests,
 )
 
@@ -93,32 +93,8 @@ def test_acquire_without_finally_is_a_deadlock_verdict_not_a_hang() -> None:
     assert "self.lock.acquire()" in result.message
 
 
-class _NotImplementedClass:
-    def __init__(self, *args: Any) -> None:
-        raise NotImplementedError()
-
-
-def _not_implemented(*args: Any) -> Any:
-    raise NotImplementedError()
-
-
-@pytest.mark.parametrize(
-    ("check", "answer", "exercise"),
-    [
-        (mutex.check_metrics, _NotImplementedClass, "ServerMetrics"),
-        (mutex.check_cache, _NotImplementedClass, "PredictionCache"),
-        (mutex.check_move_slots, _not_implemented, "move_slots"),
-        (mutex.check_model_slot, _NotImplementedClass, "ModelSlot"),
-    ],
-)
-def test_unfilled_answer_fails_at_once_naming_the_exercise_and_the_error(
-        check: Callable[[Any], None], answer: Any, exercise: str) -> None:
-    with pytest.raises(AssertionError) as failure:
-        check(answer)
-    message = str(failure.value)
-    assert message.startswith(f"{exercise}: ")
-    assert "NotImplementedError" in message
-    assert "before any threads were started" in message
+test_unfilled_answer_fails_at_once_naming_the_exercise_and_the_error = unfilled_answer_test(
+    EXERCISES, terms=("before any threads were started",))
 
 
 class _SnapshotWaitsForItself:

@@ -50,7 +50,6 @@ import re
 import threading
 import time
 import warnings
-from collections.abc import Callable
 from typing import Any
 
 import keras
@@ -64,6 +63,7 @@ from tests.checks.grading_runs import (
     fails_every_run,
     passes_every_run,
     solution_namespace,
+    unfilled_answer_test,
     validity_tests,
 )
 
@@ -150,30 +150,8 @@ def test_torn_read_message_names_the_versions_each_layer_had() -> None:
     assert re.search(r"layers of versions \[\d+(, \d+){7}\]", result.message), result.message
 
 
-class _NotImplementedClass:
-    def __init__(self, *args: Any) -> None:
-        raise NotImplementedError()
-
-
-def _not_implemented(*args: Any, **kwargs: Any) -> Any:
-    raise NotImplementedError()
-
-
-@pytest.mark.parametrize(
-    ("check", "answer", "exercise"),
-    [
-        (variables.check_step_counter, _NotImplementedClass, "StepCounter"),
-        (variables.check_publisher, _NotImplementedClass, "WeightPublisher"),
-        (variables.check_choice, _not_implemented, "choose_publisher"),
-    ],
-)
-def test_unfilled_answer_fails_naming_the_exercise_and_the_error(
-        check: Callable[[Any], None], answer: Any, exercise: str) -> None:
-    with pytest.raises(AssertionError) as failure:
-        check(answer)
-    message = str(failure.value)
-    assert message.startswith(f"{exercise}: ")
-    assert "NotImplementedError" in message
+test_unfilled_answer_fails_at_once_naming_the_exercise_and_the_error = unfilled_answer_test(
+    EXERCISES)
 
 
 def test_versioned_model_reports_every_layers_version_after_each_way_of_training() -> None:
