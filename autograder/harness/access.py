@@ -4,20 +4,33 @@ The scheduler records each decision point of a schedule; a step labelled ``read 
 ``write _count=1`` shows a lost update at a glance, where a line number does not. Values are
 read as plain data only (an instance's own ``__dict__``, a dict or list item, the value stack),
 so no code of the program under test runs while the scheduler holds the turn.
+
+Each description also names the operation in a form that does not depend on how the answer
+spells it (``op``: read, write, acquire, release or call; ``name``: the attribute, or the C
+function called): a failing run's steps are compared across answers by it (the failure
+signatures of :mod:`autograder.checks.kit.signature`).
 """
 
 from __future__ import annotations
 
+import _thread
 import dis
 import types
 from typing import NamedTuple
 
-from . import frames
+from . import frames, primitives
 
 _OP = dis.opmap
 _EXTENDED_ARG = _OP["EXTENDED_ARG"]
 _PLAIN = (int, float, bool, type(None))
 _SHORT_TEXT = 12
+#: Callables whose name can be read without running code of the program under test.
+_NAMED_CALLABLES = frozenset({types.BuiltinFunctionType, types.MethodDescriptorType,
+                              types.WrapperDescriptorType, types.MethodWrapperType,
+                              types.FunctionType, types.ClassMethodDescriptorType})
+_LOCK_TYPES = frozenset({_thread.LockType, _thread.RLock})
+_TAKES = frozenset({"acquire", "acquire_lock", "__enter__"})
+_GIVES = frozenset({"release", "release_lock", "__exit__"})
 
 
 def _argument(code: bytes, offset: int) -> int:
@@ -63,10 +76,17 @@ def _item(container: object, key: object) -> object:
 
 class Access(NamedTuple):
     """One read or write: ``text`` such as ``"write _count=1"``; ``valued`` when it shows the
-    value (plain data: the program's state, not an object it walks through on the way)."""
+    value (plain data: the program's state, not an object it walks through on the way).
+
+    ``op`` and ``name`` say what the instruction does whatever the values: ``("read",
+    "_count")``, ``("write", "['a']")``, ``("acquire", "")`` and ``("release", "")`` for a
+    lock (``with``, ``acquire()``, ``release()``), ``("call", "append")`` for another C
+    function; ``("", "")`` for anything else."""
 
     text: str
     valued: bool
+    op: str = ""
+    name: str = ""
 
 
 NOTHING = Access("", False)
@@ -75,8 +95,37 @@ NOTHING = Access("", False)
 def _label(verb: str, name: str, value: object) -> Access:
     text = _plain_text(value) if value is not frames.UNKNOWN else None
     if text is None:
-        return Access(f"{verb} {name}", False)
-    return Access(f"{verb} {name}={text}", True)
+        return Access(f"{verb} {name}", False, verb, name)
+    return Access(f"{verb} {name}={text}", True, verb, name)
+
+
+def _is_lock(value: object) -> bool:
+    kind = type(value)
+    return kind in _LOCK_TYPES or kind is primitives.OwnedLock
+
+
+def _call(frame: types.FrameType, count: int) -> Access:
+    """What a CALL of ``count`` arguments is about to call: a lock taken or given back, or a
+    C function by name (user functions are no decision points: their own steps are)."""
+    slot = frames.peek(frame, count + 1)
+    if slot is frames.UNKNOWN:
+        return NOTHING
+    function, receiver = (frames.peek(frame, count), None) if slot is None else \
+        (slot, frames.peek(frame, count))
+    if type(function) is types.MethodType:
+        receiver, function = function.__self__, function.__func__
+    elif type(function) in (types.BuiltinFunctionType, types.MethodWrapperType):
+        receiver = function.__self__
+    if type(function) not in _NAMED_CALLABLES:
+        return NOTHING
+    name = function.__name__
+    if type(name) is not str:
+        return NOTHING
+    if _is_lock(receiver) and name in _TAKES:
+        return Access("", False, "acquire")
+    if _is_lock(receiver) and name in _GIVES:
+        return Access("", False, "release")
+    return Access("", False, "call", name)
 
 
 def describe(frame: types.FrameType) -> Access:
@@ -113,4 +162,8 @@ def describe(frame: types.FrameType) -> Access:
     if opcode == _OP["STORE_SUBSCR"]:
         key = frames.peek(frame, 0)
         return _label("write", f"[{_plain_text(key) or '...'}]", frames.peek(frame, 2))
+    if opcode == _OP["BEFORE_WITH"]:
+        return Access("", False, "acquire") if _is_lock(frames.peek(frame, 0)) else NOTHING
+    if opcode == _OP["CALL"]:
+        return _call(frame, _argument(raw, offset))
     return NOTHING

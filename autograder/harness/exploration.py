@@ -174,7 +174,7 @@ def replay(
     if not note:
         return failed
     return issue(failed.verdict, schedule=failed.schedule, schedules_run=1,
-                 message=failed.message + note, timeline=failed._timeline)
+                 message=failed.message + note, timeline=failed._timeline, trace=failed.trace)
 
 
 def make_token(switches: list[tuple[int, int]]) -> str:
@@ -325,7 +325,8 @@ def _failure(verdict: str, outcome: Outcome, seen: object, runs: int,
     replay_call = f"replay(setup, workers, check, schedule={token!r})"
     found_after = f"found in schedule {runs}"
     timeline = _timeline(outcome, verdict)
-    common: dict[str, Any] = {"schedule": token, "schedules_run": runs, "timeline": timeline}
+    common: dict[str, Any] = {"schedule": token, "schedules_run": runs, "timeline": timeline,
+                              "trace": _trace(outcome, verdict)}
     how = _narrative(outcome)
     replay_hint = (f"Replay exactly this interleaving (same verdict every time):\n"
                    f"    {replay_call}\nSee it: result.figure()")
@@ -362,6 +363,17 @@ def _failure(verdict: str, outcome: Outcome, seen: object, runs: int,
         f"{stuck}\nWhere the threads were:\n{outcome.detail}\n"
         "A thread that loops forever, or waits on something outside Python, keeps the "
         "schedule from finishing."))
+
+
+def _trace(outcome: Outcome, verdict: str) -> tuple[tuple, ...]:
+    """The failing run's decision points as plain tuples (see :attr:`Result.trace`), ending
+    with what raised when the verdict is an error."""
+    steps = [(step.thread, step.filename, step.lineno, step.function, step.note,
+              step.access.op, step.access.name) for step in outcome.steps]
+    if verdict == "error" and outcome.error is not None:
+        thread = -1 if outcome.error_thread is None else outcome.error_thread
+        steps.append((thread, "", 0, "", f"raised {type(outcome.error).__name__}", "", ""))
+    return tuple(steps)
 
 
 def _functions_run(outcome: Outcome, thread: int, start: int, stop: int) -> str:

@@ -28,10 +28,15 @@ class Result:
             the harness's model), False when it sampled.
         bound: The search bound a passing ``explore`` reached, in words (``"every schedule
             with at most 1 preemption (212 schedules)"``); ``""`` when it only sampled.
+        trace: The failing run's decision points in order, as plain tuples ``(thread,
+            filename, lineno, function, note, op, name)`` (``op`` and ``name`` as
+            :class:`~autograder.harness.access.Access` has them; ``note`` ``"finished"``,
+            ``"blocked: ..."`` or ``"raised TypeName"``); ``()`` when no schedule failed or the
+            engine was ``stress``. What failure signatures are made of.
     """
 
     __slots__ = ("verdict", "schedule", "schedules_run", "message", "covered", "bound",
-                 "_timeline", "__weakref__")
+                 "trace", "_timeline", "__weakref__")
 
     def __init__(
         self,
@@ -43,12 +48,13 @@ class Result:
         covered: bool = False,
         bound: str = "",
         timeline: Timeline | None = None,
+        trace: tuple = (),
     ) -> None:
         if verdict not in VERDICTS:
             raise ValueError(f"verdict must be one of {VERDICTS}, not {verdict!r}")
         for name, value in (("verdict", verdict), ("schedule", schedule),
                             ("schedules_run", schedules_run), ("message", message),
-                            ("covered", covered), ("bound", bound),
+                            ("covered", covered), ("bound", bound), ("trace", tuple(trace)),
                             ("_timeline", timeline or Timeline())):
             object.__setattr__(self, name, value)
 
@@ -60,7 +66,7 @@ class Result:
         return (_copy_of, (self.verdict, {
             "schedule": self.schedule, "schedules_run": self.schedules_run,
             "message": self.message, "covered": self.covered, "bound": self.bound,
-            "timeline": self._timeline}))
+            "timeline": self._timeline, "trace": self.trace}))
 
     @property
     def ok(self) -> bool:

@@ -3,8 +3,9 @@
 The runner's report is data; :func:`executed_notebook` turns it into the notebook nbgrader
 renders (each test cell as released, hidden tests removed, the outputs the run reported), and
 :func:`write_feedback` records the scores in the job's gradebook copy and renders nbgrader's
-feedback. :func:`scrub` removes grader and library frames, host paths and the runner's cell file
-names from anything the notebook printed or raised.
+feedback. :func:`scrub` removes grader and library frames, host paths, memory addresses and the
+runner's cell file names from anything the notebook printed or raised; given the run's cells,
+it names each cell and line the way the student knows them, with the line's code.
 """
 
 from __future__ import annotations
@@ -35,12 +36,64 @@ _GRADER_FRAME = re.compile(
     + r')[^"]*", line \d+, in .*\n(?:\s{4,}\S.*\n)?(?:\s*[~^]+\s*\n)?', re.MULTILINE)
 
 
-def scrub(text: str) -> str:
-    """Text from the sandbox without grader or library frames, host paths or runner names."""
+#: A place in one of the runner's cells as the race detector names it: ``<cell 11> line 11 in
+#: increment`` (or ``<cell 11>, line 11, in increment``).
+_CELL_PLACE = re.compile(r"<cell (\d+)>(?:,? line (\d+))?(?:,? in ([\w<>.]+))?")
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def scrub(text: str, cells: list[dict] | None = None) -> str:
+    """Text from the sandbox without grader or library frames, host paths, runner names or
+    memory addresses (each address becomes ``#1``, ``#2``... in order of appearance, so two
+    locks stay two). With the run's plan ``cells``, a place in a cell reads as the student
+    knows it (see :func:`name_cells`)."""
     text = _GRADER_FRAME.sub("", _ANSI.sub("", text))
     for prefix in sorted({sys.prefix, _PACKAGE_DIR}, key=len, reverse=True):
         text = text.replace(prefix + "/", "").replace(prefix, "")
+    addresses: dict[str, str] = {}
+    text = _ADDRESS.sub(lambda m: f" #{addresses.setdefault(m[0], str(len(addresses) + 1))}",
+                        text)
+    if cells is not None:
+        text = name_cells(text, cells)
     return re.sub(r"<(cell|grader test) \d+>", "a cell", text)
+
+
+def cell_words(cell: dict) -> str:
+    """How the student knows a plan cell: ``your answer cell ex_anatomy_counter (In [12])``."""
+    if cell.get("kind") == "answer" and cell.get("grade_id"):
+        return f"your answer cell {cell['grade_id']} ({cell.get('label', '')})"
+    if cell.get("kind") == "test":
+        return f"the test cell {cell.get('label', '')}"
+    return f"your cell {cell.get('label', '')}"
+
+
+def cell_line(cells: list[dict], filename: str, line: int) -> tuple[str, str] | None:
+    """(how the student knows the cell, the line's code) for a runner file name such as
+    ``<cell 11>``, or None for another file."""
+    match = re.fullmatch(r"<cell (\d+)>", filename or "")
+    if match is None or int(match[1]) >= len(cells):
+        return None
+    cell = cells[int(match[1])]
+    lines = str(cell.get("source", "")).splitlines()
+    code = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+    return cell_words(cell), code
+
+
+def name_cells(text: str, cells: list[dict]) -> str:
+    """``<cell 11> line 11 in increment`` as ``line 11 of your answer cell ex_anatomy_counter
+    (In [12]), in increment (`self.value += by`)``: the race detector's places named by the
+    student's own cell and code."""
+    def named(match: re.Match) -> str:
+        index = int(match[1])
+        if index >= len(cells):
+            return match[0]
+        if match[2] is None:
+            return cell_words(cells[index])
+        words, code = cell_line(cells, f"<cell {index}>", int(match[2])) or ("", "")
+        place = f"line {match[2]} of {words}" + (f", in {match[3]}" if match[3] else "")
+        return f"{place} (`{code}`)" if code else place
+
+    return _CELL_PLACE.sub(named, text)
 
 
 def executed_notebook(submitted: nbformat.NotebookNode, release: nbformat.NotebookNode,
@@ -60,11 +113,11 @@ def executed_notebook(submitted: nbformat.NotebookNode, release: nbformat.Notebo
             cell.source = without_hidden_tests(plan.cells[index]["graded"],
                                                "# (hidden tests ran here)\n")
         cell.execution_count = index + 1
-        cell.outputs = _outputs(run.ended.get(index), index + 1)
+        cell.outputs = _outputs(run.ended.get(index), index + 1, plan.cells)
     return executed
 
 
-def _outputs(event: dict | None, count: int) -> list:
+def _outputs(event: dict | None, count: int, cells: list[dict] | None = None) -> list:
     if event is None:
         return []
     outputs = []
@@ -86,7 +139,8 @@ def _outputs(event: dict | None, count: int) -> list:
             lines.append(f"(raised in {error['where']})")
         outputs.append(nbformat.v4.new_output(
             "error", ename=str(error.get("ename", "Error")),
-            evalue=scrub(str(error.get("evalue", ""))), traceback=[scrub(x) for x in lines]))
+            evalue=scrub(str(error.get("evalue", "")), cells),
+            traceback=[scrub(x, cells) for x in lines]))
     return outputs
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 import nbformat
 
 from autograder.pipeline import cells as graded_cells
-from autograder.pipeline import scoring
+from autograder.pipeline import scoring, signatures
 from autograder.pipeline.cells import Structure
 from autograder.pipeline.course import COURSE_ID
 from autograder.pipeline.execute import RunLimits, run_cells
@@ -63,6 +63,7 @@ def run_job(job: Job) -> JobResult:
         result.notes.append(f"Your notebook could not be read: {exc}")
         result.cells = {gid: [0.0, pts, "notebook unreadable"]
                         for gid, (_, pts) in structure.tests.items()}
+        result.signatures = signatures.failure_signatures(result)
     else:
         _grade(job, submitted, release, structure, result, workdir)
     result.seconds = round(time.monotonic() - started, 2)
@@ -100,6 +101,7 @@ def _grade(job: Job, submitted: nbformat.NotebookNode, release: nbformat.Noteboo
         result.peak_rss_mb = max(result.peak_rss_mb, round(run.peak_mb, 1))
         if run.stopped == "grader-error":
             scoring.fail_whole(result, structure, run)
+            result.signatures = signatures.failure_signatures(result)
             JobFolder(workdir).runner_log.write_text(run.stderr, encoding="utf-8")
             return
         if run.finished or run.stopped == "report":
@@ -108,6 +110,7 @@ def _grade(job: Job, submitted: nbformat.NotebookNode, release: nbformat.Noteboo
         if cell is None or cell in skipped or len(skipped) >= MAX_DEADLY_CELLS \
                 or run.stopped == "run-timeout":
             scoring.fail_whole(result, structure, run)
+            result.signatures = signatures.failure_signatures(result)
             JobFolder(workdir).runner_log.write_text(run.stderr, encoding="utf-8")
             return
         skipped[cell] = "timeout" if run.stopped == "timeout" else "died"
@@ -136,6 +139,7 @@ def _grade(job: Job, submitted: nbformat.NotebookNode, release: nbformat.Noteboo
                     for gid, (_, pts) in structure.tests.items()}
     result.score = sum(score for score, _, _ in result.cells.values())
     result.detail = scoring.detail(result)
+    result.signatures = signatures.failure_signatures(result, plan, run, structure)
     executed = executed_notebook(submitted, release, plan, run)
     write_executed(executed, executed_path(job, result.notebook), result.notes)
     if job.feedback:

@@ -36,6 +36,9 @@ MAX_TEXT = 100_000
 """Characters of stdout, stderr or a result kept per cell (the rest is cut)."""
 MAX_FIGURES = 4
 """Figures kept per cell."""
+SIGNATURE_ATTRIBUTE = "racelab_signature"
+"""The attribute of a check's AssertionError holding its failure signature
+(``autograder.checks.kit.verdict.SIGNATURE_ATTRIBUTE``): copied into the error as plain data."""
 
 
 def _compile_cell(source: str, filename: str):
@@ -62,7 +65,7 @@ def _where(tb, cell_names: dict, _getattr=getattr) -> str:
 
 
 def _describe(exc: BaseException, cell_names: dict, _type=type, _str=str,
-              _where=None) -> dict:
+              _where=None, _signature=None) -> dict:
     try:
         value = _str(exc)
     except BaseException:  # noqa: BLE001 - a student's __str__ may raise anything
@@ -72,7 +75,56 @@ def _describe(exc: BaseException, cell_names: dict, _type=type, _str=str,
     except BaseException:  # noqa: BLE001
         where = ""
     exc.__traceback__ = None
-    return {"ename": _type(exc).__name__, "evalue": value[:MAX_TEXT], "where": where}
+    described = {"ename": _type(exc).__name__, "evalue": value[:MAX_TEXT], "where": where}
+    signature = _signature(exc)
+    if signature is not None:
+        described["signature"] = signature
+    return described
+
+
+def make_signature_reader():
+    """``signature(exc)``: the failure signature a check's AssertionError carries
+    (:data:`SIGNATURE_ATTRIBUTE`), copied as plain data (exact str, int, float, bool, None,
+    and lists and str-keyed dicts of them, bounded in depth and size), or None when it is
+    missing or anything else. Read from the exception's own ``__dict__`` through the built-in
+    descriptor, so no code of the exception's class runs. Information for the host's class
+    report only: never read for a score. Built with every reference it uses in its closure."""
+    scalars = (int, float, bool, type(None))
+    _type, _len, _list, _dict, _str, _slice = type, len, list, dict, str, slice
+    instance_dict = BaseException.__dict__["__dict__"].__get__
+    not_plain, attribute = ValueError, SIGNATURE_ATTRIBUTE
+
+    def copy(value, depth):
+        kind = _type(value)
+        if kind is _str:
+            return _str.__getitem__(value, _slice(0, 2000))
+        for scalar in scalars:
+            if kind is scalar:
+                return value
+        if depth < 6 and kind is _list and _len(value) <= 400:
+            return [copy(v, depth + 1) for v in _list.__iter__(value)]
+        if depth < 6 and kind is _dict and _len(value) <= 40:
+            copied = {}
+            for key, item in _dict.items(value):
+                if _type(key) is not _str:
+                    raise not_plain
+                copied[key] = copy(item, depth + 1)
+            return copied
+        raise not_plain
+
+    def signature(exc):
+        try:
+            names = instance_dict(exc)
+            if _type(names) is not _dict:
+                return None
+            found = _dict.get(names, attribute)
+            if _type(found) is not _dict:
+                return None
+            return copy(found, 0)
+        except BaseException:  # noqa: BLE001 - information only: anything odd is left out
+            return None
+
+    return signature
 
 
 def main() -> None:  # noqa: PLR0915 - one straight sequence, kept together on purpose
@@ -320,7 +372,7 @@ def _execute(body, last, scope: dict, cell_names: dict, _exec=exec, _eval=eval,
 
 # Bind the helpers as default arguments once, at import, before any student code runs.
 _hidden.__defaults__ = (getattr, type, BaseException, make_plain_encoder(), _describe, list, dict)
-_describe.__defaults__ = (type, str, _where)
+_describe.__defaults__ = (type, str, _where, make_signature_reader())
 _execute.__defaults__ = (exec, eval, repr, BaseException, _describe)
 _run.__defaults__ = (dict, sys, list, bytes, builtins, io.StringIO, _execute, _captured)
 

@@ -33,10 +33,10 @@ def fail_whole(result: JobResult, structure: Structure, run: Run) -> None:
     result.detail = reason
 
 
-def _error_reason(error: dict) -> str:
+def _error_reason(error: dict, cells: list[dict] | None = None) -> str:
     text = f"{error.get('ename', '')}: {error.get('evalue', '')}".rstrip(": ")
     where = f" ({error['where']})" if error.get("where") else ""
-    return scrub(text + where)
+    return scrub(text + where, cells)
 
 
 def _wrong_values(cell: dict, event: dict) -> bool:
@@ -72,7 +72,7 @@ def score_tests(plan: Plan, run: Run, structure: Structure,
         elif _wrong_values(plan.cells[index], event):
             scores[gid] = (0.0, points, "a hidden test failed: the answer returned another value")
         elif event.get("error"):
-            reason = _error_reason(event["error"])
+            reason = _error_reason(event["error"], plan.cells)
             if TAMPER_PHRASE in reason:
                 set_status(result, Status.TAMPERED)
                 result.notes.append(f"{gid}: the grader's tools were replaced by the notebook; "
@@ -104,7 +104,7 @@ def zero_broken_answers(plan: Plan, run: Run, structure: Structure,
         elif name == "KernelDiedInThisCell":
             reason = f"answer cell {gid} stopped the grading process: {error.get('evalue', '')}"
         else:
-            reason = f"answer cell {gid} raised {_error_reason(error)}"
+            reason = f"answer cell {gid} raised {_error_reason(error, plan.cells)}"
         for test in structure.answers[gid]:
             _, points, _ = scores.get(test, (0.0, structure.tests[test][1], ""))
             scores[test] = (0.0, points, reason)

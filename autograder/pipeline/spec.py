@@ -156,6 +156,10 @@ class JobResult:
         notes: What the grader tells the student (also put into the feedback).
         seconds: Wall time of the job.
         peak_rss_mb: Peak memory of the grading sandbox (processes plus ``/tmp``).
+        signatures: Per test that scored less than its points: its failure signature (kind,
+            the answer's steps that broke it, a hash; see :mod:`autograder.pipeline.signatures`).
+            Information for the class report, never a score; empty in results written before
+            signatures existed.
     """
 
     student: str
@@ -169,6 +173,7 @@ class JobResult:
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
     peak_rss_mb: float = 0.0
+    signatures: dict[str, dict] = field(default_factory=dict)
 
 
 def set_status(result: JobResult, status: Status) -> None:

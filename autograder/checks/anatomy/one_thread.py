@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from autograder.checks.anatomy.settings import ONE_THREAD_TIMEOUT_S
-from autograder.checks.kit import describe_error
+from autograder.checks.kit import describe_error, failure
 from autograder.harness import explore
 
 
@@ -31,11 +31,11 @@ def _on_one_thread(exercise: str, what: str, body: Callable[[], Any]) -> Any:
     if "error" in box:
         raise AssertionError(f"{where} raised {describe_error(box['error'])}")
     if result.verdict == "deadlock":
-        raise AssertionError(
+        raise failure(
             f"{where} never returned: it waits for a lock that the same thread already holds. "
             "A threading.Lock cannot be taken twice, even by the thread holding it: do not "
             "call a method that takes the lock while you hold it (or use an RLock).\n"
-            + result.message.split("How it got there:")[0].rstrip())
+            + result.message.split("How it got there:")[0].rstrip(), result)
     if result.verdict != "pass" or "value" not in box:
         raise AssertionError(f"{where} did not finish: {result.message}")
     return box["value"]

@@ -5,7 +5,9 @@
 - :mod:`~autograder.checks.kit.deadline`: a call with a deadline (:func:`within`,
   :func:`bounded`) and an answer's first run alone on one thread (:func:`smoke`);
 - :mod:`~autograder.checks.kit.verdict`: one wording for a verdict (:func:`require`, over
-  :func:`require_ok`), and how a call reads in a notebook (:func:`call_text`);
+  :func:`require_ok`; :func:`failure` for a check's own message), and how a call reads in a
+  notebook (:func:`call_text`); each failing verdict carries its failure signature
+  (:mod:`~autograder.checks.kit.signature`);
 - :mod:`~autograder.checks.kit.describe`: an exception as one informative line
   (:func:`describe_error`) and where threads are stuck (:func:`describe_threads`);
 - :mod:`~autograder.checks.kit.memory`: the bytes Keras holds (:func:`keras_variable_bytes`).
@@ -19,10 +21,10 @@ from autograder.checks.kit.deadline import SMOKE_TIMEOUT_S, Outcome, bounded, sm
 from autograder.checks.kit.describe import describe_error, describe_threads
 from autograder.checks.kit.memory import keras_variable_bytes
 from autograder.checks.kit.threads import released_together, run_threads, run_together
-from autograder.checks.kit.verdict import call_text, require, require_ok
+from autograder.checks.kit.verdict import call_text, failure, require, require_ok
 
 __all__ = [
     "SMOKE_TIMEOUT_S", "Outcome", "bounded", "call_text", "describe_error", "describe_threads",
-    "keras_variable_bytes", "released_together", "require", "require_ok", "run_threads",
-    "run_together", "smoke", "within",
+    "failure", "keras_variable_bytes", "released_together", "require", "require_ok",
+    "run_threads", "run_together", "smoke", "within",
 ]

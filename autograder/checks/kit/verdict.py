@@ -7,6 +7,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from autograder.checks.kit.signature import signature_of
+
 FIGURE_SINK: Callable[[bytes], None] | None = None
 """Where figures go outside IPython: the grading runner sets it to collect PNG bytes."""
 
@@ -53,7 +55,32 @@ def require_ok(result: Any, *, exercise: str, show_figure: bool = True,
         message += (f"\nRun it again in a cell of your notebook (the grader's runs are seeded, "
                     f"so it fails the same way):\n    result = {again}\n    print(result)\n"
                     f"    result.figure()")
-    raise AssertionError(f"{exercise}: {message}")
+    raise failure(f"{exercise}: {message}", result, again=again)
+
+
+#: The attribute of a failing verdict's AssertionError that holds its failure signature (plain
+#: data the grading runner passes on to the host: information for the class report only).
+SIGNATURE_ATTRIBUTE = "racelab_signature"
+
+
+def failure(message: str, result: Any = None, *, again: str | None = None) -> AssertionError:
+    """The AssertionError a check raises, carrying the failure signature of ``result`` (see
+    :mod:`~autograder.checks.kit.signature`) as plain data in :data:`SIGNATURE_ATTRIBUTE`.
+
+    Args:
+        message: What the student reads.
+        result: The harness result that failed, when there is one.
+        again: The call that gives this verdict again in the notebook, when there is one.
+    """
+    error = AssertionError(message)
+    if result is not None:
+        try:
+            found = signature_of(result)
+        except Exception:  # noqa: BLE001 - a signature is information; the verdict stands
+            return error
+        found["again"] = again
+        setattr(error, SIGNATURE_ATTRIBUTE, found)
+    return error
 
 
 def require(result: Any, *, exercise: str, again: str | None = None,
