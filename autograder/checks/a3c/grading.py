@@ -1,0 +1,155 @@
+"""The four graders hidden tests call: a smoke run on one thread, then the exercise's runs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from autograder.checks.a3c.budget import run_budget
+from autograder.checks.a3c.learner import learner_pool, run_learner
+from autograder.checks.a3c.model import grid_gradients, grid_weights, version_of
+from autograder.checks.a3c.network import run_shared_network
+from autograder.checks.a3c.settings import TIMEOUT_S
+from autograder.checks.a3c.versioned import (
+    FIRST_WEIGHT,
+    run_versioned_explore,
+    run_versioned_stress,
+    version_pool,
+)
+from autograder.checks.kit import call_text, require, smoke
+from autograder.checks.plain import plain
+
+_NETWORK_HINTS = {
+    "race": "build the network with keras.Input and make the actors' very call once (here "
+            "predict_on_batch on one state), on one thread, before any actor starts.",
+    "error": "an actor's first call raised while the others were running: the network was "
+             "not ready before the actors started.",
+}
+
+
+def check_shared_network(make_network: Callable[[], Any], **kwargs: Any) -> None:
+    """Grade ``make_shared_network`` (exercise 1; see :func:`run_shared_network`)."""
+    result = run_shared_network(make_network, **kwargs)
+    require(result, exercise="make_shared_network", hints=_NETWORK_HINTS,
+            hint=None if result.schedules_run else "",
+            again=call_text("a3c.run_shared_network", "make_shared_network", **kwargs))
+
+
+_LEARNER_HINTS = {
+    "race": "only one apply_gradients may run at a time: hold one lock around it, or let one "
+            "learner thread apply what the actors put on a queue (and make close() wait "
+            "until the queue is empty).",
+    "deadlock": "a thread waits for a lock nobody will release, or close() waits for a "
+                "learner thread that never gets its stop signal.",
+    "error": "a push() raised while other actors were pushing.",
+}
+
+
+def check_learner(learner_class: Callable[[Any, Any], Any], **kwargs: Any) -> None:
+    """Grade a ``SharedLearner`` class (exercise 2): one thread first, then real threads."""
+    pool = learner_pool()
+
+    def once() -> tuple[int, bool]:
+        start = grid_weights(pool.model, 1)
+        grads = grid_gradients(pool.model, 2, 2)
+        model, optimizer = pool.fresh(start)
+        learner = learner_class(model, optimizer)
+        for g in grads:
+            learner.push(g)
+        learner.close()
+        from autograder.checks.a3c.model import expected_after
+
+        expected = expected_after(start, grads)
+        exact = all(np.array_equal(np.asarray(v.numpy(), "float64"), e)
+                    for v, e in zip(model.trainable_variables, expected, strict=True))
+        return int(optimizer.iterations.numpy()), exact
+
+    iterations, exact = smoke("SharedLearner", once, timeout_s=TIMEOUT_S)
+    if (iterations, exact) != (2, True):
+        raise AssertionError(
+            "SharedLearner: on one thread, two push() calls and close() left "
+            f"optimizer.iterations at {iterations} and the weights "
+            f"{'as expected' if exact else 'not at w0 - lr * (g1 + g2)'}; expected 2 applies "
+            "through optimizer.apply_gradients, each gradient once")
+    require(run_learner(learner_class, **kwargs), exercise="SharedLearner",
+            hints=_LEARNER_HINTS,
+            again=call_text("a3c.run_learner", "SharedLearner", **kwargs))
+
+
+_BUDGET_HINTS = {
+    "race": "the test of T against T_MAX and the update of T must be one step no other actor "
+            "can come between (one lock around both), and so must every read-then-write of "
+            "shared bookkeeping.",
+    "deadlock": "a thread waits for a lock nobody will release (a Lock taken twice by the "
+                "same thread?).",
+}
+
+
+def check_budget(budget_class: Callable[[int], Any], **kwargs: Any) -> None:
+    """Grade a ``StepBudget`` class (exercise 3): one thread first, then ``explore``."""
+
+    def once() -> tuple[Any, ...]:
+        budget = budget_class(2)
+        first, second, third = budget.take(), budget.take(), budget.take()
+        budget.finish_episode(1.5)
+        return first, second, third, budget.T, list(budget.returns)
+
+    calls = "take(), take(), take(), finish_episode(1.5) on StepBudget(2)"
+    got = plain(smoke("StepBudget", once, timeout_s=TIMEOUT_S),
+                f"StepBudget: on one thread, {calls}")
+    if got != (1, 2, None, 2, [1.5]):
+        raise AssertionError(
+            f"StepBudget: on one thread, {calls} gave take() = {got[0]!r}, {got[1]!r}, "
+            f"{got[2]!r}, T = {got[3]!r} and returns = {got[4]!r}; expected 1, 2, None, T = 2 "
+            "and returns = [1.5]")
+    require(run_budget(budget_class, **kwargs), exercise="StepBudget", hints=_BUDGET_HINTS,
+            again=call_text("a3c.run_budget", "StepBudget", **kwargs))
+
+
+_VERSIONED_HINTS = {
+    "race": "an act must never run the network while learn() is changing its weights, and "
+            "the version it reports must be read together with the weights it used (under "
+            "the same lock, or from one snapshot).",
+    "deadlock": "a thread waits for a lock nobody will release.",
+    "error": "a learn() or act() raised while the other threads were running.",
+}
+
+
+def check_versioned(network_class: Callable[[Any, Any], Any], **kwargs: Any) -> None:
+    """Grade a ``VersionedNetwork`` class (exercise 4): one thread, ``stress``, ``explore``."""
+    pool = version_pool()
+
+    def once() -> tuple[Any, ...]:
+        network = network_class(*pool.fresh())
+        before = network.act(pool.probe)
+        learned = network.learn(pool.step)
+        after = network.act(pool.probe)
+        return before, learned, after
+
+    before, learned, after = smoke("VersionedNetwork", once, timeout_s=TIMEOUT_S)
+    for when, result, want in (("before any learn", before, 0), ("after one learn", after, 1)):
+        if not isinstance(result, tuple) or len(result) != 2:
+            raise AssertionError(f"VersionedNetwork: act() {when} returned "
+                                 f"{type(result).__name__}; expected (outputs, version)")
+        seen = version_of(result[0])
+        version = plain(result[1], "the version act() returned", (int,))
+        if seen is None or (int(seen - FIRST_WEIGHT), version) != (want, want):
+            raise AssertionError(
+                f"VersionedNetwork: on one thread, act() {when} reported version {version!r} "
+                f"with outputs of version "
+                f"{'(none)' if seen is None else int(seen - FIRST_WEIGHT)}; expected version "
+                f"{want} and its outputs")
+    if plain(learned, "learn()", (int,)) != 1:
+        raise AssertionError(f"VersionedNetwork: the first learn() returned {learned!r}; "
+                             "expected the new version, 1")
+    stress_kwargs = {k: v for k, v in kwargs.items() if k != "schedules"}
+    explore_kwargs = {k: v for k, v in kwargs.items() if k in ("seed", "schedules")}
+    require(run_versioned_stress(network_class, **stress_kwargs), exercise="VersionedNetwork",
+            hints=_VERSIONED_HINTS,
+            again=call_text("a3c.run_versioned_stress", "VersionedNetwork", **stress_kwargs))
+    require(run_versioned_explore(network_class, **explore_kwargs),
+            exercise="VersionedNetwork", hints=_VERSIONED_HINTS,
+            again=call_text("a3c.run_versioned_explore", "VersionedNetwork",
+                            **explore_kwargs))

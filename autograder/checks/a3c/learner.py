@@ -1,0 +1,187 @@
+"""Exercise 2, SharedLearner: gradients pushed by many actor threads, every one applied once.
+
+The grader supplies everything but the answer: its own network with weights on the exact grid
+(:func:`~autograder.checks.a3c.model.grid_weights`), a plain SGD optimizer (learning rate
+:data:`LEARNING_RATE`), and seeded gradients on the grid. Every order of the same SGD
+updates then gives the same weights bit for bit, so after ``close()`` the weights must equal
+``w0 - lr * (sum of every pushed gradient)`` exactly, and ``optimizer.iterations`` must equal
+the number of pushes: an update lost, or applied twice, is a difference the check counts.
+
+Real threads (``stress``): :data:`LEARNER_THREADS` actors released together push
+:data:`LEARNER_PUSHES` gradients each, then ``close()`` is called once, with a deadline, and
+no thread the answer started may outlive it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from autograder.checks.a3c.model import actor_critic, expected_after, grid_gradients, grid_weights
+from autograder.checks.a3c.settings import (
+    CLOSE_TIMEOUT_S,
+    LEARNER_PUSHES,
+    LEARNER_THREADS,
+    LEARNER_TRIALS,
+    LEARNING_RATE,
+    SEED,
+    THREAD_EXIT_S,
+    TIMEOUT_S,
+)
+from autograder.checks.cache import memo
+from autograder.checks.kit import describe_error, within
+from autograder.harness import Result, stress
+
+#: The network's variables, as messages name them (``trainable_variables`` order).
+VARIABLE_NAMES = ("trunk kernel", "trunk bias", "policy kernel", "policy bias", "value kernel",
+                  "value bias")
+
+
+class LearnerPool:
+    """The grader's network and SGD optimizer, built and warm, reset for every trial.
+
+    Built once per process (:func:`learner_pool`): the tests' repeated runs do not pay for
+    building it again.
+    """
+
+    def __init__(self) -> None:
+        import keras
+
+        self.model = actor_critic()
+        self.optimizer = keras.optimizers.SGD(learning_rate=LEARNING_RATE)
+        self.optimizer.build(self.model.trainable_variables)
+        zeros = [np.zeros(tuple(v.shape), dtype="float32")
+                 for v in self.model.trainable_variables]
+        self.optimizer.apply_gradients(zip(zeros, self.model.trainable_variables, strict=True))
+        self.model.predict_on_batch(np.zeros((1, self.model.input_shape[1]), "float32"))
+
+    def fresh(self, weights: list[np.ndarray]) -> tuple[Any, Any]:
+        """The network at ``weights``, the optimizer at 0 iterations."""
+        self.model.set_weights(weights)
+        self.optimizer.iterations.assign(0)
+        return self.model, self.optimizer
+
+
+_POOLS = memo("the SharedLearner check's network")
+
+
+def learner_pool() -> LearnerPool:
+    return _POOLS("learner", LearnerPool)
+
+
+@dataclass
+class LearnerTrial:
+    """One trial: the answer, what it was given and what the actors pushed."""
+
+    learner: Any
+    model: Any
+    optimizer: Any
+    start: list[np.ndarray]
+    gradients: list[list[list[np.ndarray]]]
+    before: set[int] = field(default_factory=set)
+    ready: Any = None
+
+
+def _lost_iterations_message(iterations: int, pushes: int) -> str:
+    seen = f"expected optimizer.iterations == {pushes} (one per pushed gradient), saw {iterations}"
+    if not iterations:
+        return seen + ": apply each gradient with optimizer.apply_gradients, which counts it"
+    if iterations < pushes:
+        return (f"{seen}: {pushes - iterations} increments were lost (Keras counts with "
+                "iterations.assign_add(1), a read and a separate write on a keras.Variable: "
+                "two apply_gradients running at once both read the same count)")
+    return f"{seen}: {iterations - pushes} more applies than gradients (a gradient applied twice?)"
+
+
+def _check(trial: LearnerTrial) -> None:
+    close = getattr(trial.learner, "close", None)
+    if not callable(close):
+        raise AssertionError("the SharedLearner has no close() method")
+    outcome = within(close, CLOSE_TIMEOUT_S, name="SharedLearner: close()")
+    if not outcome.finished:
+        raise AssertionError(f"close() did not return within {CLOSE_TIMEOUT_S:g} s after every "
+                             "push had returned: it waits for something that never comes (a "
+                             "learner thread that never gets its stop signal, a lock held "
+                             "by nobody)")
+    if outcome.error is not None:
+        raise AssertionError(f"close() raised {describe_error(outcome.error)}")
+    left = _left_running(trial.before)
+    pushed = [g for mine in trial.gradients for g in mine]
+    iterations = int(trial.optimizer.iterations.numpy())
+    expected = expected_after(trial.start, pushed)
+    got = [np.asarray(v.numpy(), dtype="float64") for v in trial.model.trainable_variables]
+    wrong = [(VARIABLE_NAMES[i] if i < len(VARIABLE_NAMES) else f"variable {i}",
+              float(np.abs(g - e).max()))
+             for i, (g, e) in enumerate(zip(got, expected, strict=True))
+             if not np.array_equal(g, e)]
+    problems = []
+    if wrong:
+        name, worst = wrong[0]
+        problems.append(
+            f"expected the weights after close() to be w0 - lr * (sum of the pushed gradients), "
+            f"but they differ from it in {len(wrong)} of {len(got)} variables ({name} off by up to "
+            f"{worst:.6g}; one update moves a weight by at most {LEARNING_RATE:g}): updates were "
+            "lost or applied twice. With these gradients every order of the same updates "
+            "gives exactly the same weights, so only a lost or repeated update shows")
+    if iterations != len(pushed):
+        problems.append(_lost_iterations_message(iterations, len(pushed)))
+    if left:
+        problems.append(f"close() returned, but {len(left)} thread(s) started by the "
+                        f"SharedLearner ({', '.join(left[:3])}) were still running "
+                        f"{THREAD_EXIT_S:g} s later; close() must stop and join them")
+    if problems:
+        raise AssertionError("; ".join(problems))
+
+
+def _left_running(before: set[int]) -> list[str]:
+    """Names of threads started since ``before`` (idents) still alive after a short join."""
+    new = [t for t in threading.enumerate() if t.ident not in before
+           and not t.name.startswith(("racelab-", "SharedLearner: close()"))]
+    for thread in new:
+        thread.join(THREAD_EXIT_S / max(1, len(new)))
+    return [repr(t.name) for t in new if t.is_alive()]
+
+
+def run_learner(learner_class: Callable[[Any, Any], Any], *, trials: int = LEARNER_TRIALS,
+                threads: int = LEARNER_THREADS, pushes: int = LEARNER_PUSHES,
+                seed: int = SEED) -> Result:
+    """Actors push gradients into ``learner_class(model, optimizer)`` from real threads at once.
+
+    Per trial: the grader's network at fresh grid weights, its SGD optimizer at 0 iterations,
+    a new ``SharedLearner``; ``threads`` actors released together each ``push`` ``pushes``
+    seeded grid gradients; then ``close()`` (at most :data:`CLOSE_TIMEOUT_S`). The weights must
+    equal the exact SGD sum, ``optimizer.iterations`` the number of pushes, and no thread
+    the answer started may still run :data:`THREAD_EXIT_S` after ``close()`` returned.
+    """
+    pool = learner_pool()
+    plans = itertools.count()
+
+    def setup() -> LearnerTrial:
+        plan = seed * 1000 + next(plans)
+        start = grid_weights(pool.model, plan)
+        gradients = grid_gradients(pool.model, plan + 1, threads * pushes)
+        model, optimizer = pool.fresh(start)
+        before = {t.ident for t in threading.enumerate() if t.ident is not None}
+        learner = learner_class(model, optimizer)
+        return LearnerTrial(learner, model, optimizer, start,
+                            [gradients[k * pushes:(k + 1) * pushes] for k in range(threads)],
+                            before, threading.Barrier(threads))
+
+    def actor(index: int) -> Callable[[LearnerTrial], None]:
+        def run(trial: LearnerTrial) -> None:
+            push = trial.learner.push
+            # Every actor is running before any pushes (a push onto a queue takes
+            # microseconds: without this the actors could finish one by one).
+            trial.ready.wait(TIMEOUT_S)
+            for grads in trial.gradients[index]:
+                push(grads)
+        run.__name__ = f"actor_{index}"
+        return run
+
+    return stress(setup, [actor(k) for k in range(threads)], _check, trials=trials, seed=seed,
+                  timeout_s=TIMEOUT_S)

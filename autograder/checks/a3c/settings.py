@@ -1,0 +1,49 @@
+"""Lesson 09's fixed sizes, seeds, counts and time budgets, shared by its trials and graders."""
+
+from __future__ import annotations
+
+#: The shared actor-critic network: a state of STATE_SIZE numbers, a trunk of HIDDEN units,
+#: ACTIONS policy logits and one value.
+STATE_SIZE = 8
+HIDDEN = 16
+ACTIONS = 2
+SEED = 9
+TIMEOUT_S = 60.0
+
+#: Exact SGD: weights on a grid of WEIGHT_STEP, gradients on a grid of GRADIENT_STEP in
+#: [-1, 1], learning rate LEARNING_RATE. Every partial sum of up to a few hundred updates is
+#: then a float32 number, so every order of the same updates gives the same weights, bit for bit.
+LEARNING_RATE = 2.0**-6
+GRADIENT_STEP = 2.0**-12
+WEIGHT_STEP = 2.0**-10
+
+# Exercise 1 (make_shared_network): actors calling predict_on_batch on one state each.
+NETWORK_THREADS = 4
+NETWORK_CALLS = 3
+NETWORK_TRIALS = 3
+
+# Exercise 2 (SharedLearner): actor threads pushing gradients at once.
+LEARNER_THREADS = 4
+LEARNER_PUSHES = 25
+LEARNER_TRIALS = 4
+#: How long close() may take, and how long a thread the answer started may outlive it.
+CLOSE_TIMEOUT_S = 20.0
+THREAD_EXIT_S = 2.0
+
+# Exercise 3 (StepBudget): actors taking global steps under the controlled scheduler.
+BUDGET_T_MAX = 3
+BUDGET_ACTORS = 2
+BUDGET_SCHEDULES = 400
+BUDGET_SAMPLES = 40
+BUDGET_DEVIATIONS = 2
+
+# Exercise 4 (VersionedNetwork): one learner, actors acting while it learns.
+VERSIONED_LEARNS = 30
+VERSIONED_ACTORS = 2
+VERSIONED_TRIALS = 4
+#: Pause between two acts of one stress actor (requests arrive, they do not queue).
+ACT_GAP_S = 0.0005
+VERSIONED_EXPLORE_LEARNS = 1
+VERSIONED_SCHEDULES = 300
+VERSIONED_SAMPLES = 20
+VERSIONED_DEVIATIONS = 2

@@ -1,0 +1,249 @@
+"""Exercise 4, VersionedNetwork: actors act while a learner updates, and no act sees half an update.
+
+The grader's network starts with every weight equal to 1 (:func:`set_version`), and each
+``learn`` is given gradients of minus one for a plain SGD optimizer of learning rate 1, so
+after ``v`` learns every weight is ``1 + v``. An act on the probe state (``ones``) then gives
+exactly ``expected_output(1 + v)`` in every output when its forward pass read one version,
+and something else when its layers were read at different versions (a torn act).
+
+Two engines:
+
+- ``stress`` (:func:`run_versioned_stress`): one real learner thread calls ``learn``
+  :data:`VERSIONED_LEARNS` times while :data:`VERSIONED_ACTORS` actor threads call ``act``
+  until it is done, then once more. Every act's outputs must be those of the version it
+  reports, versions never go backwards for one actor, an act that starts after ``learn``
+  returned version ``v`` reports ``v`` or later, and the actors' last acts report the last
+  version. Races inside Keras (a forward pass during ``apply_gradients``) show here.
+- ``explore`` (:func:`run_versioned_explore`): one learn and an actor acting during and after
+  it, Keras calls run whole: races in the Python around them (a version number counted apart
+  from the weights it names, read without the lock the weights are read under).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from autograder.checks.a3c.model import (
+    actor_critic,
+    flat_outputs,
+    probe,
+    set_version,
+    version_of,
+    version_step,
+)
+from autograder.checks.a3c.settings import (
+    ACT_GAP_S,
+    ACTIONS,
+    SEED,
+    TIMEOUT_S,
+    VERSIONED_ACTORS,
+    VERSIONED_DEVIATIONS,
+    VERSIONED_EXPLORE_LEARNS,
+    VERSIONED_LEARNS,
+    VERSIONED_SAMPLES,
+    VERSIONED_SCHEDULES,
+    VERSIONED_TRIALS,
+)
+from autograder.checks.cache import memo
+from autograder.checks.plain import NotPlainData, plain
+from autograder.harness import Result, explore, stress
+
+#: The weights' value before the first learn (version 0): 1, not 0, so that every layer
+#: mixture reads as torn (with 0 a trunk at 0 hides the heads' version).
+FIRST_WEIGHT = 1.0
+
+
+class VersionPool:
+    """The grader's network and its SGD (rate 1), built and warm; reset for every trial."""
+
+    def __init__(self) -> None:
+        import keras
+
+        self.model = actor_critic()
+        self.optimizer = keras.optimizers.SGD(learning_rate=1.0)
+        self.optimizer.build(self.model.trainable_variables)
+        self.step = version_step(self.model)
+        zeros = [np.zeros_like(g) for g in self.step]
+        self.optimizer.apply_gradients(zip(zeros, self.model.trainable_variables, strict=True))
+        self.probe = probe()
+        self.model.predict_on_batch(self.probe)
+        self.model(self.probe)
+
+    def fresh(self) -> tuple[Any, Any]:
+        set_version(self.model, FIRST_WEIGHT)
+        self.optimizer.iterations.assign(0)
+        return self.model, self.optimizer
+
+
+_POOLS = memo("the VersionedNetwork check's network")
+
+
+def version_pool() -> VersionPool:
+    return _POOLS("versioned", VersionPool)
+
+
+@dataclass
+class VersionedTrial:
+    """One run: the answer, each actor's acts ``(start, outputs, version)``, the learns."""
+
+    network: Any
+    acts: list[list[tuple[float, Any, Any]]]
+    learned: list[tuple[Any, float]] = field(default_factory=list)
+    done: Any = None
+    clock: Callable[[], float] = time.perf_counter
+
+
+def _version(value: Any, what: str) -> int:
+    return int(plain(value, what, (int,)))
+
+
+def _act_result(result: Any, index: int) -> tuple[Any, int]:
+    if not isinstance(result, tuple) or len(result) != 2:
+        raise AssertionError(f"actor {index}: act() returned {type(result).__name__}; expected "
+                             "a pair (outputs, version)")
+    outputs, version = result
+    return outputs, _version(version, "the version act() returned")
+
+
+def _versioned_check(learns: int) -> Callable[[VersionedTrial], None]:
+    def check(trial: VersionedTrial) -> None:
+        learned = [(_version(v, "learn()"), at) for v, at in trial.learned]
+        if [v for v, _ in learned] != list(range(1, learns + 1)):
+            raise AssertionError(f"expected learn() to return the new version, 1 .. {learns} "
+                                 f"in order, but it returned {[v for v, _ in learned][:8]}")
+        for index, acts in enumerate(trial.acts):
+            if not acts:
+                raise AssertionError(f"expected actor {index} to act, it never did")
+            last = 0
+            for start, result, _ in acts:
+                outputs, version = _act_result(result, index)
+                try:
+                    values = flat_outputs(outputs)
+                except (TypeError, ValueError) as error:
+                    raise NotPlainData(f"actor {index}: act() returned outputs that are not "
+                                       f"arrays of numbers ({error})") from None
+                if values.size != ACTIONS + 1:
+                    raise AssertionError(
+                        f"actor {index}: act() on one state returned {values.size} numbers; "
+                        f"expected {ACTIONS + 1} ({ACTIONS} policy logits and a value)")
+                seen = version_of(values)
+                if seen is None:
+                    raise AssertionError(
+                        f"expected every act to use one version of the weights, but actor "
+                        f"{index} got outputs {np.round(values, 1).tolist()}, which no single "
+                        f"version gives (version {version} gives "
+                        f"{_expected(version)} in every output): a torn act, its forward "
+                        "pass read some layers before an update and some after")
+                seen = int(seen - FIRST_WEIGHT)
+                if seen != version:
+                    raise AssertionError(
+                        f"expected the version act() reports to be the one its outputs were "
+                        f"computed with, but actor {index} got the outputs of version {seen} "
+                        f"labelled version {version}: the stamp and the weights were read "
+                        "apart, with an update in between")
+                if version < last:
+                    raise AssertionError(f"expected versions never to go backwards, but actor "
+                                         f"{index} saw version {last} and then {version}")
+                newest = max((v for v, at in learned if at < start), default=0)
+                if version < newest:
+                    raise AssertionError(
+                        f"actor {index} started an act after learn() had returned version "
+                        f"{newest}, and got version {version}: once learn() returns, every "
+                        "later act must use that version or a newer one")
+                last = version
+            if last != learns:
+                raise AssertionError(f"actor {index}'s last act, made after the learner was "
+                                     f"done, got version {last}; expected {learns}")
+    return check
+
+
+def _expected(version: int) -> float:
+    from autograder.checks.a3c.model import expected_output
+
+    return expected_output(version + FIRST_WEIGHT)
+
+
+def run_versioned_stress(network_class: Callable[[Any, Any], Any], *,
+                         trials: int = VERSIONED_TRIALS, learns: int = VERSIONED_LEARNS,
+                         actors: int = VERSIONED_ACTORS, seed: int = SEED) -> Result:
+    """One real learner thread learns ``learns`` times while ``actors`` actors act (see above)."""
+    import threading
+
+    pool = version_pool()
+
+    def setup() -> VersionedTrial:
+        model, optimizer = pool.fresh()
+        trial = VersionedTrial(network_class(model, optimizer), [[] for _ in range(actors)])
+        trial.done = threading.Event()
+        return trial
+
+    def learner(trial: VersionedTrial) -> None:
+        learn, step, clock = trial.network.learn, pool.step, trial.clock
+        try:
+            for _ in range(learns):
+                version = learn(step)
+                trial.learned.append((version, clock()))
+        finally:
+            trial.done.set()
+
+    def actor(index: int) -> Callable[[VersionedTrial], None]:
+        def run(trial: VersionedTrial) -> None:
+            act, mine, state, clock = trial.network.act, trial.acts[index], pool.probe, \
+                trial.clock
+            while True:
+                finished = trial.done.is_set()
+                start = clock()
+                mine.append((start, act(state), None))
+                if finished:
+                    return
+                time.sleep(ACT_GAP_S)
+        run.__name__ = f"actor_{index}"
+        return run
+
+    return stress(setup, [learner, *[actor(k) for k in range(actors)]],
+                  _versioned_check(learns), trials=trials, seed=seed, timeout_s=TIMEOUT_S)
+
+
+def run_versioned_explore(network_class: Callable[[Any, Any], Any], *, seed: int = SEED,
+                          schedules: int = VERSIONED_SCHEDULES) -> Result:
+    """One learn while an actor acts during and after it, under ``explore`` (see above).
+
+    Keras calls run whole here, so this finds races in the answer's own Python: a version
+    counted apart from the weights, a stamp read outside the lock. The workers are glue (no
+    decision points of their own), so the search bound is spent on the answer's code.
+    """
+    import threading
+
+    pool = version_pool()
+    learns = VERSIONED_EXPLORE_LEARNS
+
+    def setup() -> VersionedTrial:
+        model, optimizer = pool.fresh()
+        trial = VersionedTrial(network_class(model, optimizer), [[]],
+                               clock=itertools.count().__next__)
+        trial.done = threading.Event()
+        return trial
+
+    def learner(trial: VersionedTrial) -> None:
+        learn = trial.network.learn
+        try:
+            for _ in range(learns):
+                trial.learned.append((learn(pool.step), float("inf")))
+        finally:
+            trial.done.set()
+
+    def actor(trial: VersionedTrial) -> None:
+        act, mine = trial.network.act, trial.acts[0]
+        mine.append((0.0, act(pool.probe), None))
+        trial.done.wait()
+        mine.append((0.0, act(pool.probe), None))
+
+    return explore(setup, [actor, learner], _versioned_check(learns), seed=seed,
+                   max_schedules=schedules, timeout_s=TIMEOUT_S, samples=VERSIONED_SAMPLES,
+                   deviations=VERSIONED_DEVIATIONS, glue=(actor, learner))
