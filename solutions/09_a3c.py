@@ -166,9 +166,8 @@ print("gradient shapes:", [tuple(g.shape) for g in solo_grads],
 #
 # ### A cold network, four actors at once
 #
-# The tutorials A3C code comes from build the network as a `Sequential` without an input
-# shape, so it has no weights until its first call, and the first calls come from the
-# actors. `a3c.cold_start_trials` runs four real actor threads released together on a fresh
+# A network built as a `Sequential` without `keras.Input` has no weights until its first
+# call, and in an A3C program the first calls come from the actors. `a3c.cold_start_trials` runs four real actor threads released together on a fresh
 # network, each calling `predict_on_batch` on its own state, five trials per kind of network,
 # in a child process (a cold network raced from threads can crash TensorFlow itself; the
 # child would die, not your kernel). Three kinds: the unbuilt `Sequential`; the functional
@@ -208,9 +207,29 @@ claim("make_predict_function tests self.predict_function first and sets it at it
 
 # %% [markdown]
 # A check-then-act: every actor that arrives before the first one has stored its function
-# builds and traces one of its own. (At the default switch interval the window is rarely
-# hit, as the single trace per cold trial above shows; a slower trace widens it.) Lesson 01
-# owns this race; exercise 1 below makes the shared network ready before any actor starts.
+# builds and traces one of its own (in the trials above the window was hit rarely or never:
+# count the traces). Lesson 01 owns this race; exercise 1 makes the shared network ready
+# before any actor starts.
+#
+# Older A3C code warms up with `model._make_predict_function()  # have to initialize before
+# threading`. Try that advice on Keras 3, and its public cousin `make_predict_function()`:
+
+# %%
+folklore_net = a3c.actor_critic()
+has_private = hasattr(folklore_net, "_make_predict_function")
+folklore_net.make_predict_function()
+folklore_traces = a3c.TraceCount(folklore_net)
+folklore_net.predict_on_batch(np.zeros((1, a3c.STATE_SIZE), dtype="float32"))
+print("Keras 3 models have _make_predict_function:", has_private)
+print("traces of the first predict_on_batch after make_predict_function():",
+      folklore_traces.traces())
+claim("Keras 3 has no _make_predict_function, and make_predict_function() alone traced "
+      "nothing: the first predict_on_batch still traced",
+      not has_private and folklore_traces.traces() >= 1)
+
+# %% [markdown]
+# `make_predict_function()` only creates the `tf.function`; the trace happens on its first
+# call. Warm a network by making the very call the actors will make.
 #
 # ### Lost updates: `assign_sub` and `optimizer.iterations`
 #
@@ -286,8 +305,24 @@ claim("keras.Variable.assign_sub is self.assign(self - value); apply() counts wi
 # %% [markdown]
 # So Hogwild (everyone applies, no lock) keeps plain SGD's weights exact here, by the
 # accident of one atomic op per variable, while the step count that schedules and
-# checkpoints read drifts. An optimizer with state (Adam's moments, RMSprop's average) reads
-# that state in one op and writes it in another: it is not Hogwild-exact at all.
+# checkpoints read drifts. An optimizer with state is worse off. Read Adam's update of its
+# first moment `m`:
+
+# %%
+adam_source = inspect.getsource(keras.optimizers.Adam.update_step)
+print("\n".join(line for line in adam_source.splitlines()
+                if "iterations" in line or "subtract(gradient, m)" in line
+                or "self.assign_add(" in line))
+claim("Adam reads iterations and m in ops of their own, apart from the assign_add that "
+      "updates m",
+      "self.iterations + 1" in adam_source and "ops.subtract(gradient, m)" in adam_source)
+
+# %% [markdown]
+# `gradient - m` reads `m` in one op; `assign_add` adds to it in another. Two threads that
+# both read `m` before either adds compute their updates from the same old `m`, and the
+# bias correction reads `iterations`, which loses counts as you saw: no order of the same
+# updates run one at a time gives that result. Hogwild-exactness is a property of plain SGD
+# on these ops, not of sharing an optimizer.
 #
 # ### Torn models: reading while a learner updates
 #
@@ -399,10 +434,26 @@ claim("while T < T_MAX overshot T_MAX in every trial", min(overshoot) > T_MAX)
 # Each actor passed the test `T < T_MAX` and then spent a forward pass before counting; the
 # others passed the same test meanwhile. The test and the count must be one step.
 #
-# A bare `T += 1` with nothing between the read and the write loses nothing in these runs on
-# CPython 3.11 (it has no switch point inside). That is an interpreter detail, not safety:
-# the controlled scheduler switches threads between the read and the write, and finds the
-# lost step at once:
+# What about a bare `T += 1`, with nothing between the read and the write? Count it with
+# real threads:
+
+# %%
+def bare_increments(steps):
+    global T
+    for _ in range(steps):
+        T += 1
+
+
+T = 0
+a3c.run_threads(lambda index: bare_increments(100_000), 4)
+bare_lost = 400_000 - T
+print(f"bare T += 1, 4 threads x 100,000: lost {bare_lost} of 400,000"
+      + (" (no thread switch fell between a read and its write)" if bare_lost == 0 else ""))
+
+# %% [markdown]
+# However many it lost in your run, a count that is right only because of where the
+# interpreter happens to switch threads is not safe: the controlled scheduler switches
+# between the read and the write, and finds the lost step at once:
 
 # %%
 class Steps:
@@ -851,27 +902,34 @@ safe = {name: row for name, row in measured.items() if name != "Hogwild (unsafe)
 fastest = max(safe, key=lambda name: safe[name]["steps_per_s"])
 print(f"\nfastest safe arrangement in this run: {fastest}, "
       f"{safe[fastest]['steps_per_s'] / base:.2f}x Hogwild's steps per second")
-print(f"slowest safe arrangement: {min(safe, key=lambda n: safe[n]['steps_per_s'])}")
+slowest = min(safe, key=lambda name: safe[name]["steps_per_s"])
+print(f"slowest safe arrangement: {slowest}, "
+      f"{safe[slowest]['steps_per_s'] / base:.2f}x Hogwild's steps per second")
+print(f"least time in push: {min(measured, key=lambda n: measured[n]['push_share'])}; "
+      f"stalest gradients: {max(measured, key=lambda n: measured[n]['stale'])}")
+locked, queued = measured["lock"], measured["learner thread"]
+print(f"the trade-off, lock vs learner thread: actors spent {locked['push_share']:.0%} vs "
+      f"{queued['push_share']:.0%} of their time in push, and their gradients were "
+      f"{locked['stale']:.2f} vs {queued['stale']:.2f} updates stale when applied")
 claim("no safe arrangement lost a count of optimizer.iterations in any round",
       all(r[name]["lost_counts"] == 0 for r in rounds for name in safe))
 
 # %% [markdown]
-# Read the table against the designs; the two lines under it say which came out fastest in
-# your run. On two cores under the GIL, a forward pass and a gradient of this small network
-# are mostly Python and short TensorFlow ops, so the actors mostly take turns anyway: the
-# arrangements land close to each other, and which one wins changes from run to run. What
-# the designs decide, every time:
+# Read the table against the designs; the lines under it say what came out in your run. On
+# two cores under the GIL, a forward pass and a gradient of this small network are mostly
+# Python and short TensorFlow ops, so the ratios move from run to run: rerun the cell
+# before you trust a difference of a few tenths. What the designs decide, every time:
 #
-# - **Hogwild** lets every actor apply at once: its step count drifts (lost `iterations`),
-#   and with any optimizer that has state its weights drift too.
-# - **lock**: an actor waits in `push` while another applies ("in push"); its gradient is
-#   applied right away, so it is as fresh as it can be.
-# - **learner thread**: `push` returns at once (the smallest "in push"), but a gradient waits
-#   in the queue behind others, so it is applied to weights that moved since the actor read
-#   them (the staleness column); `close()` must drain the queue.
-# - **local copies**: no actor ever reads the shared network while it changes (no torn
-#   acts, without exercise 4's lock around every act), at the price of one copy of the
-#   weights per actor and a copy back after every push.
+# - **Hogwild** lets every actor apply at once: its step count can drift (the "counts lost"
+#   column), and an optimizer with state would drift in its weights too.
+# - **lock**: an actor that pushes while another applies waits ("in push"), and its
+#   gradient is applied as soon as it gets the lock.
+# - **learner thread**: `push` only puts the gradient on a queue, so actors hardly wait; a
+#   gradient may wait in the queue behind others, and is then applied to weights that moved
+#   since the actor read them ("staleness"); `close()` must drain the queue.
+# - **local copies**: no actor reads the shared network while it changes (no torn acts,
+#   without exercise 4's lock around every act), for one copy of the weights per actor and
+#   a copy back after every push.
 #
 # Threads buy real overlap only where TensorFlow runs long ops without the GIL: bigger
 # networks, compiled steps, environments that wait for I/O. Measure before you choose.
