@@ -1,4 +1,4 @@
-"""`racelab`: the course's command line (build, demo, grade)."""
+"""`racelab`: the course's command line (build, demo, grade, report)."""
 
 from __future__ import annotations
 
@@ -46,6 +46,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     _gradebook_option(p_grade)
     _grading_options(p_grade)
     _grading_options(p_demo)
+
+    p_report = sub.add_parser("report", help="a graded class's report: scores, pass rates, "
+                                             "failure clusters, grades for an LMS")
+    p_report.add_argument("out", type=Path, help="the --out of `racelab grade` or `racelab demo`")
+    p_report.add_argument("--html", type=Path, default=None, metavar="FILE",
+                          help="the page to write (default: OUT/report/report.html)")
+    p_report.add_argument("--csv", type=Path, default=None, metavar="DIR",
+                          help="where clusters.csv, canvas_grades.csv and changes.csv go "
+                               "(default: OUT/report)")
+    p_report.add_argument("--compare", type=Path, default=None, metavar="OLD_OUT",
+                          help="an earlier grading of the class: list the students whose score "
+                               "or failure cluster changed")
 
     p_validate = sub.add_parser("validate", help="the grader's verdict on one notebook")
     p_validate.add_argument("notebook", type=Path, help="a lesson notebook, e.g. 01_warmup.ipynb")
@@ -161,6 +173,19 @@ def _grade(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report(args: argparse.Namespace) -> int:
+    from autograder.pipeline.report import print_summary, write_report
+
+    for folder in (args.out, args.compare):
+        if folder is not None and not (folder / "grades.csv").exists():
+            print(f"racelab report: no grades.csv in {folder} (grade the class with "
+                  "`racelab grade ... --out` first)", file=sys.stderr)
+            return 2
+    print_summary(write_report(args.out, html_path=args.html, csv_dir=args.csv,
+                               compare_with=args.compare))
+    return 0
+
+
 def _validate(args: argparse.Namespace) -> int:
     from autograder.pipeline.validate import validate_notebook
 
@@ -227,7 +252,8 @@ def _collect(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = {"build": _build, "demo": _demo, "grade": _grade, "validate": _validate,
+_COMMANDS = {"build": _build, "demo": _demo, "grade": _grade, "report": _report,
+             "validate": _validate,
              "release": _release, "collect": _collect, "release-feedback": _release_feedback,
              "new-lesson": _new_lesson}
 

@@ -51,7 +51,8 @@ def make_submissions(demo_dir: Path, course: Course, submitted: Path) -> None:
 
 def run_demo(demo_dir: Path, solutions: Path, out: Path, *, workers: int | None = None,
              limits: Limits | None = None, cluster: str | None = None) -> int:
-    """Grade the demo class into ``out`` and print the table; returns an exit code.
+    """Grade the demo class into ``out``, print the table and write the class report
+    (``out/report``, see :mod:`autograder.pipeline.report`); returns an exit code.
 
     ``cluster`` grades on a Dask cluster (see ``grade_submissions``)."""
     course = make_course(solutions, out / "course")
@@ -60,4 +61,7 @@ def run_demo(demo_dir: Path, solutions: Path, out: Path, *, workers: int | None 
                              cluster=cluster)
     print_table(rows)
     print(f"\ngrades: {out / 'grades.csv'}")
+    from autograder.pipeline.report import print_summary, write_report
+
+    print_summary(write_report(out))
     return 0

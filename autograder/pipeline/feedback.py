@@ -37,8 +37,11 @@ _GRADER_FRAME = re.compile(
 
 
 #: A place in one of the runner's cells as the race detector names it: ``<cell 11> line 11 in
-#: increment`` (or ``<cell 11>, line 11, in increment``).
-_CELL_PLACE = re.compile(r"<cell (\d+)>(?:,? line (\d+))?(?:,? in ([\w<>.]+))?")
+#: increment``, ``<cell 11>, line 11, in increment`` or, in a stack, ``File "<cell 11>", line
+#: 11, in increment``.
+_CELL_PLACE = re.compile(
+    r'(?:File "<cell (?P<file>\d+)>"|<cell (?P<cell>\d+)>)(?:,? line (?P<line>\d+))?'
+    r"(?:,? in (?P<function>[\w<>.]+))?")
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
@@ -84,13 +87,14 @@ def name_cells(text: str, cells: list[dict]) -> str:
     (In [12]), in increment (`self.value += by`)``: the race detector's places named by the
     student's own cell and code."""
     def named(match: re.Match) -> str:
-        index = int(match[1])
+        index = int(match["file"] or match["cell"])
         if index >= len(cells):
             return match[0]
-        if match[2] is None:
+        if match["line"] is None:
             return cell_words(cells[index])
-        words, code = cell_line(cells, f"<cell {index}>", int(match[2])) or ("", "")
-        place = f"line {match[2]} of {words}" + (f", in {match[3]}" if match[3] else "")
+        words, code = cell_line(cells, f"<cell {index}>", int(match["line"])) or ("", "")
+        place = f"line {match['line']} of {words}" + (
+            f", in {match['function']}" if match["function"] else "")
         return f"{place} (`{code}`)" if code else place
 
     return _CELL_PLACE.sub(named, text)

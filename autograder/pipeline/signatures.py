@@ -79,7 +79,8 @@ def failure_signatures(result: JobResult, plan: Plan | None = None, run: Run | N
         elif signature is not None:
             kind, text = signature["kind"], ""
         elif plan is None or run is None:
-            kind, text = result.status, reason
+            graded = result.status == Status.GRADED.value
+            kind, text = ("no signature recorded" if graded else result.status), reason
         elif error is not None:
             ename = str(error.get("ename", ""))
             kind = "wrong result" if ename == "AssertionError" else f"exception: {ename}"
@@ -125,7 +126,7 @@ def normalise(text: str) -> str:
     addresses, runner cell names, numbers (``#``), spacing; at most 200 characters."""
     lines = [line for line in scrub(str(text)).splitlines() if line.strip()]
     first = lines[0] if lines else ""
-    first = re.sub(r"\d+(\.\d+)?", "#", first)
+    first = re.sub(r"(?<![#\d])\d+(\.\d+)?", "#", first)
     return re.sub(r"\s+", " ", first).strip()[:200]
 
 
