@@ -490,7 +490,7 @@ bare.figure()
 #
 # Write `make_shared_network()`, which returns the shared actor-critic network, ready for
 # `a3c.NETWORK_THREADS` actor threads to call `model.predict_on_batch(state)` at once, each
-# with a state of shape `(1, a3c.STATE_SIZE)`:
+# with a float32 state of shape `(1, a3c.STATE_SIZE)` (what `Corridor().state()` returns):
 #
 # - a Keras model from states `(batch, a3c.STATE_SIZE)` to two outputs, the policy logits
 #   `(batch, a3c.ACTIONS)` and the value `(batch, 1)`;

@@ -130,8 +130,8 @@ def _check(trial: NetworkTrial) -> None:
             f"actors called predict_on_batch at once"
             + (f" ({tracers} different threads traced)" if tracers > 1 else "")
             + "; expected 0: a ready network is warm for exactly the call the actors make "
-            f"(predict_on_batch on a batch of one state, shape (1, {STATE_SIZE})), made once "
-            "on one thread before they start")
+            f"(predict_on_batch on one float32 state, shape (1, {STATE_SIZE})), made once on "
+            "one thread before they start; a batch of another shape or dtype is another trace")
     if len(model.weights) != trial.weights:
         problems.append(f"the model held {trial.weights} weights before the actors ran and "
                         f"{len(model.weights)} after: the actors' calls built part of it again")
