@@ -167,10 +167,11 @@ print("gradient shapes:", [tuple(g.shape) for g in solo_grads],
 # ### A cold network, four actors at once
 #
 # A network built as a `Sequential` without `keras.Input` has no weights until its first
-# call, and in an A3C program the first calls come from the actors. `a3c.cold_start_trials` runs four real actor threads released together on a fresh
-# network, each calling `predict_on_batch` on its own state, five trials per kind of network,
-# in a child process (a cold network raced from threads can crash TensorFlow itself; the
-# child would die, not your kernel). Three kinds: the unbuilt `Sequential`; the functional
+# call, and in an A3C program the first calls come from the actors. `a3c.cold_start_trials`
+# runs four real actor threads released together on a fresh network, each calling
+# `predict_on_batch` on its own state, five trials per kind of network, in a child process
+# (a cold network raced from threads can crash TensorFlow itself; the child would die, not
+# your kernel). Three kinds: the unbuilt `Sequential`; the functional
 # network, built by `keras.Input` but never called; and the same after one
 # `predict_on_batch` on this thread ("warm").
 
@@ -207,9 +208,9 @@ claim("make_predict_function tests self.predict_function first and sets it at it
 
 # %% [markdown]
 # A check-then-act: every actor that arrives before the first one has stored its function
-# builds and traces one of its own (in the trials above the window was hit rarely or never:
-# count the traces). Lesson 01 owns this race; exercise 1 makes the shared network ready
-# before any actor starts.
+# builds and traces one of its own (in the cold functional trials above, every trace beyond
+# one per trial is an actor that got through that window). Lesson 01 owns this race;
+# exercise 1 makes the shared network ready before any actor starts.
 #
 # Older A3C code warms up with `model._make_predict_function()  # have to initialize before
 # threading`. Try that advice on Keras 3, and its public cousin `make_predict_function()`:
