@@ -7,7 +7,8 @@ Three kinds of code:
 * **plumbing**: the standard library's threading, queue, concurrent.futures and contextlib.
   It is traced only to notice when it is about to block on a lock, and it passes control on to
   the user code it calls (a thread's target, a pool's task);
-* **library** code (the rest of the standard library, site-packages, the harness): it runs
+* **library** code (the rest of the standard library, the virtual environment's installed
+  packages, the harness: decided by where its file is, see :func:`kind_of_file`): it runs
   atomically, as one step, including anything it calls back.
 
 Switching only before *visible* instructions (reads and writes of attributes, globals, items,
@@ -40,9 +41,10 @@ VISIBLE, CALL, WITH, GLOBAL, ATTR, OPERANDS, CONTAINER, ITERATOR, LOOP = range(9
 
 _HARNESS_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _PLUMBING_FILES = frozenset(
-    os.path.abspath(module.__file__)
+    path(module.__file__)
     for module in (threading, queue, concurrent.futures.thread, concurrent.futures._base,
                    contextlib)
+    for path in (os.path.abspath, os.path.realpath)
 )
 
 _INVISIBLE = frozenset(dis.opmap[name] for name in (
@@ -77,6 +79,8 @@ _BLOCKING_NAMES = frozenset({"acquire", "acquire_lock", "__enter__", "_acquire_r
 
 
 def _library_prefixes() -> tuple[str, ...]:
+    """The folders of installed code (the standard library, the virtual environment's packages,
+    the harness), each as written and as its real path, with a trailing separator."""
     paths = set(sysconfig.get_paths().values())
     paths.update(site.getsitepackages())
     if site.ENABLE_USER_SITE and site.USER_SITE:
@@ -92,25 +96,58 @@ def _library_prefixes() -> tuple[str, ...]:
     keep.discard(scripts)
     data = sysconfig.get_paths().get("data")
     keep.discard(data)
-    return tuple(sorted(os.path.abspath(p) + os.sep for p in keep)) + (_HARNESS_DIR,)
+    keep.add(_HARNESS_DIR)
+    found = {os.path.join(os.path.normpath(p), "") for p in keep}
+    found |= {os.path.join(os.path.realpath(p), "") for p in keep}
+    return tuple(sorted(found))
 
 
 _LIBRARY_PREFIXES = _library_prefixes()
 
 
+def library_prefixes() -> tuple[str, ...]:
+    """The folders whose code is LIBRARY (see :func:`kind_of_file`), each ending in a separator.
+
+    The grading runner's audit hook refuses graded code any code object that claims a file
+    here (compiled, unmarshalled or rebuilt under such a name), so it knows the same list.
+    """
+    return _LIBRARY_PREFIXES
+
+
 def kind_of_file(filename: str) -> int:
-    """USER, PLUMBING or LIBRARY for a code object's ``co_filename``."""
+    """USER, PLUMBING or LIBRARY for a code object's ``co_filename``.
+
+    Decided by where the code came from, never by a word in its name: LIBRARY only for a plain
+    absolute path (:func:`~autograder.harness.tamper.is_plain_path`: no ``.`` or ``..``
+    component, which a ``sys.path`` entry such as ``/usr/lib/python3.11/../../../tmp/work``
+    puts in the name of every module imported through it) inside one of the installed folders
+    (:func:`library_prefixes`: the standard library, the virtual environment's packages, the
+    harness), and for Python's frozen modules. A file elsewhere is the student's or the check's
+    even when a folder on its path is called ``site-packages``: ``/tmp/work/site-packages/x.py``
+    is USER. The name is not resolved through links: the folders of installed code are
+    read-only, while a link in a writable folder can be pointed elsewhere after the code
+    was compiled. (That code under test cannot forge a library file name, by ``compile``,
+    ``marshal``, a ``.pyc`` file or ``code.replace``, is the grading runner's audit hook's job.)
+
+    Code that TensorFlow's autograph generates is USER. Autograph writes the converted source
+    of a function to a temporary file (``tempfile.NamedTemporaryFile(prefix=
+    "__autograph_generated_file", suffix=".py")``, in ``/tmp`` on TF 2.21) and imports it, so
+    its code is the student's own function rewritten: were it LIBRARY, an answer could pass
+    its racy method through ``tf.autograph.to_graph`` (or name its own file that way) and run
+    it atomically in every schedule. The checks that interleave a ``tf.function``
+    (``explore(..., callbacks=True)``) run it eagerly, where TensorFlow calls the original
+    Python function and autograph generates nothing; elsewhere a converted function runs only
+    inside a library call, which is atomic whatever its callbacks' kind.
+    """
+    if type(filename) is not str:
+        return USER
     if filename.startswith("<"):
-        return LIBRARY if filename.startswith("<frozen") else USER
-    path = os.path.abspath(filename)
-    if path in _PLUMBING_FILES:
+        return LIBRARY if filename.startswith("<frozen ") else USER
+    if not tamper.is_plain_path(filename):
+        return USER
+    if filename in _PLUMBING_FILES:
         return PLUMBING
-    if path.startswith(_LIBRARY_PREFIXES):
-        return LIBRARY
-    parts = path.split(os.sep)
-    if "site-packages" in parts or "dist-packages" in parts:
-        return LIBRARY
-    if "__autograph_generated_file" in path:
+    if filename.startswith(_LIBRARY_PREFIXES):
         return LIBRARY
     return USER
 

@@ -25,6 +25,12 @@ _layout = _LAYOUTS.get(sys.version_info[:2])
 
 
 def _interpreter_frame(frame: types.FrameType) -> int | None:
+    # Only a real frame has this layout. Anything else handed to peek or poke (an object of
+    # the caller's with an ``f_code`` property and pointers of its choosing at the same
+    # offsets) would make them read or write whatever address that object names: an object
+    # made out of any memory, which no audit event would see (the ctypes calls are ours).
+    if type(frame) is not types.FrameType:
+        return None
     address = _POINTER.from_address(id(frame) + _layout["f_frame"]).value
     if not address:
         return None

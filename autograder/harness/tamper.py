@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import _thread
 import concurrent.futures
+import dis
 import gc
 import inspect
+import os
 import queue
 import sys
 import threading
@@ -43,23 +45,73 @@ _gc_enable = gc.enable
 _gc_isenabled = gc.isenabled
 perf_counter = time.perf_counter
 monotonic = time.monotonic
+_getframe = sys._getframe
+
+#: The grader's own package folder (``autograder/``), with a trailing separator.
+GRADER_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "")
 
 
-def current_frames() -> dict[int, types.FrameType]:
-    """``sys._current_frames()`` with the garbage collector paused while it runs.
+def is_plain_path(filename: object, _type=type, _str=str, _split=str.split,
+                  _odd=("", ".", "..")) -> bool:
+    """An absolute file name as the interpreter writes an installed file's: a string with no
+    ``.`` or ``..`` component and no empty one (a doubled or trailing separator).
 
-    CPython 3.11 holds the interpreter's thread-list lock while it builds the result, and the
-    frame objects it allocates there can start a collection. A finalizer run by that collection
-    that takes the same lock (a TensorFlow graph's does) deadlocks the thread while it holds the
-    GIL, and so the whole kernel. With the collector paused no code runs under the lock.
+    Code imported through a ``sys.path`` entry like ``/work/main/autograder/../../tmp/work``
+    has a file name that starts with the grader's folder while its file is the student's:
+    a file name that is not plain is never taken for the grader's (or a library's). Every
+    reference it uses is a default argument, taken at import, so rebinding a module global
+    or a builtin does not change its answer.
     """
-    was_enabled = _gc_isenabled()
-    _gc_disable()
-    try:
-        return _sys_current_frames()
-    finally:
-        if was_enabled:
-            _gc_enable()
+    if _type(filename) is not _str or not _str.startswith(filename, "/"):
+        return False
+    for part in _split(filename, "/")[1:]:
+        if part in _odd:
+            return False
+    return True
+
+
+def in_folders(filename: object, folders: tuple[str, ...], _plain=is_plain_path,
+               _startswith=str.startswith) -> bool:
+    """``filename`` is a plain path (:func:`is_plain_path`) inside one of ``folders`` (each
+    ending in a separator)."""
+    return _plain(filename) and _startswith(filename, folders)
+
+
+_CALL_OPS = frozenset(dis.opmap[name] for name in ("CALL", "CALL_FUNCTION_EX", "PRECALL")
+                      if name in dis.opmap)
+_CACHE_OP = dis.opmap.get("CACHE", -1)
+
+
+def is_calling(frame: types.FrameType, _calls=_CALL_OPS, _cache=_CACHE_OP, _len=len) -> bool:
+    """Is ``frame`` at a call instruction (past the call's inline cache, where a frame that
+    called Python code stands)?
+
+    A trusted function that asks for something itself calls it. One that is reading an
+    attribute, comparing, testing ``in`` or iterating over an object of graded code's runs
+    whatever that object's class says, and a property built of C (``functools.partial``,
+    ``map``, ``iter``) runs in that function's frame: the grader's frame, not asking.
+    """
+    raw, lasti = frame.f_code.co_code, frame.f_lasti
+    if lasti < 0 or lasti >= _len(raw):
+        return False
+    while lasti >= 2 and raw[lasti] == _cache:
+        lasti -= 2
+    return raw[lasti] in _calls
+
+
+def names_any(code: types.CodeType, needles: tuple[str, ...]) -> bool:
+    """Does ``code`` name (as a global, attribute, local or free variable) something that
+    contains one of ``needles``? A function that asks for frames itself says so in its code
+    (``sys._getframe``, ``tamper.current_frames``, ``tb.tb_frame``); one that only calls what
+    it was handed (a thread's target, a pool's task, a cached property's function, an opaque
+    hook given ``_function=``) does not.
+    """
+    for group in (code.co_names, code.co_varnames, code.co_freevars, code.co_cellvars):
+        for name in group:
+            for needle in needles:
+                if needle in name:
+                    return True
+    return False
 
 
 def _is_builtin(obj: object, module: types.ModuleType, name: str) -> bool:
@@ -219,23 +271,31 @@ OPAQUE_CODE = opaque(print).__code__
 
 
 def for_trusted_callers(getter: Callable[[], Any], trusted: tuple[str, ...],
-                        refuse: Callable[[], Any]) -> Callable[[], Any]:
+                        refuse: Callable[[], Any], name: str | None = None) -> Callable[[], Any]:
     """An :func:`opaque` stand-in for ``getter`` (``sys.gettrace``) that answers only trusted code.
 
-    A caller whose code file starts with one of ``trusted`` gets ``getter()``; any other caller
-    gets ``refuse()`` instead while ``getter()`` is not None. Its code lives here, in the
-    harness, so the scheduler never makes decision points of it. The references it judges by
-    live in its closure, reachable only through the opaque hook, and it takes no arguments:
-    a default argument would let a caller pass its own ``trusted``.
+    A caller whose code file is a plain path (:func:`is_plain_path`) inside one of ``trusted``,
+    whose code names the getter (``name``, by default ``getter.__name__``: a call such as
+    ``tamper.gettrace()`` or ``codemap.harness_cache()``) and that is calling it
+    (:func:`is_calling`), gets ``getter()``; any other caller
+    gets ``refuse()`` instead while ``getter()`` is not None. Naming matters: a trusted function
+    that only calls what it was handed (a thread's ``run``, a pool's task, another opaque hook
+    given ``_function=``) would otherwise relay the answer to whoever handed it the getter.
+    Its code lives here, in the harness, so the scheduler never makes decision points of it.
+    The references it judges by live in its closure, reachable only through the opaque hook,
+    and it takes no arguments: a default argument would let a caller pass its own ``trusted``.
     """
     getframe = sys._getframe
+    wanted = (name or getter.__name__,)
+    plain, names, calling = in_folders, names_any, is_calling
 
     def guarded() -> Any:
         value = getter()
         if value is None:
             return None
-        caller = getframe(2).f_code.co_filename  # 1 is the opaque hook that called this one
-        if caller.startswith(trusted) or caller.startswith("<frozen "):
+        caller = getframe(2)  # 1 is the opaque hook that called this one
+        if plain(caller.f_code.co_filename, trusted) and names(caller.f_code, wanted) \
+                and calling(caller):
             return value
         return refuse()
 
@@ -246,9 +306,11 @@ def private_memo(trusted: tuple[str, ...], what: str) -> Callable[[Any, Callable
     """An :func:`opaque` memo whose stored values reach only the grader's own code.
 
     ``memo(key, build)`` is called by a grader function (``reference_outputs``, a model pool)
-    whose file starts with one of ``trusted``. When that function's own caller is trusted too,
-    it returns the value built once for ``key``; for any other caller (an answer, a notebook
-    cell, a library relay such as a thread pool) it returns a fresh ``build()``, never stored.
+    whose file is a plain path inside one of ``trusted`` (:func:`in_folders`), at a call
+    (:func:`is_calling`: not while it reads a property of graded code's made of C). When that
+    function's own caller is trusted too, it returns the value built once for ``key``; for
+    any other caller (an answer, a notebook cell, a library relay such as a thread pool) it
+    returns a fresh ``build()``, never stored.
     So code under test can neither fill the cache in advance nor change in place a value a
     later check will judge by. Called directly from untrusted code, it records the attempt
     (``what``) and raises PermissionError. The store lives in a closure behind the opaque
@@ -259,11 +321,11 @@ def private_memo(trusted: tuple[str, ...], what: str) -> Callable[[Any, Callable
 
     def memo(key: Any, build: Callable[[], Any]) -> Any:
         owner = getframe(2)  # 1 is the opaque hook that called this one
-        if not owner.f_code.co_filename.startswith(trusted):
+        if not (in_folders(owner.f_code.co_filename, trusted) and is_calling(owner)):
             record_attempt(f"reaching {what}")
             raise PermissionError(f"{what} is not available to code under test")
         caller = owner.f_back
-        if caller is None or not caller.f_code.co_filename.startswith(trusted):
+        if caller is None or not in_folders(caller.f_code.co_filename, trusted):
             return build()
         if key not in store:
             store.setdefault(key, build())
@@ -336,9 +398,56 @@ def record_attempt(what: str) -> None:
     _attempts.append(what)
 
 
+def _frames_for_the_harness() -> Callable[[], dict[int, types.FrameType]]:
+    """:func:`current_frames`, behind an :func:`opaque` hook whose closure holds what it uses."""
+    getframe, every = _getframe, _sys_current_frames
+    isenabled, disable, enable = _gc_isenabled, _gc_disable, _gc_enable
+    plain, names, calling = in_folders, names_any, is_calling
+    record, grader = record_attempt, (GRADER_DIR,)
+
+    def current_frames() -> dict[int, types.FrameType]:
+        """``sys._current_frames()`` with the garbage collector paused while it runs, for the
+        grader's own code only.
+
+        The frames lead to everything in the process: from a frame, ``f_back`` and
+        ``f_locals`` (no audit event sees either on Python 3.11) reach the grading runner's
+        frames, its plan and the function that signs its report. So the caller must be the
+        grader's own code (a file in the ``autograder`` package, :data:`GRADER_DIR`) that
+        asks for them itself (its code names ``current_frames``, as the harness's report,
+        stress runner and turns and the kit's ``describe`` do, and it is calling it:
+        :func:`is_calling`); any other caller, a notebook cell, a grader function that only
+        calls what it was handed or one reading a property of graded code's, is recorded
+        (:func:`record_attempt`) and gets PermissionError.
+
+        CPython 3.11 holds the interpreter's thread-list lock while it builds the result, and
+        the frame objects it allocates there can start a collection. A finalizer run by that
+        collection that takes the same lock (a TensorFlow graph's does) deadlocks the thread
+        while it holds the GIL, and so the whole kernel. With the collector paused no code
+        runs under the lock.
+        """
+        caller = getframe(2)  # 1 is the opaque hook that called this one
+        if not (plain(caller.f_code.co_filename, grader)
+                and names(caller.f_code, ("current_frames",)) and calling(caller)):
+            record("reading every thread's frames (autograder.harness.tamper.current_frames)")
+            raise PermissionError("every thread's frames are the race detector's own: they are "
+                                  "not available to code under test")
+        was_enabled = isenabled()
+        disable()
+        try:
+            return every()
+        finally:
+            if was_enabled:
+                enable()
+
+    return opaque(current_frames)
+
+
 def refused_attempts() -> list[str]:
     """The list :func:`record_attempt` appends to, oldest first (the grading runner reads it)."""
     return _attempts
+
+
+current_frames = _frames_for_the_harness()
 
 
 def snapshot_harness(modules: Iterable[types.ModuleType]) -> None:

@@ -143,12 +143,9 @@ def test_an_owned_lock_blocks_under_the_scheduler_like_a_lock():
     assert result.ok, result.message
 
 
-def test_callbacks_interleave_user_code_that_library_code_calls(tmp_path, monkeypatch):
-    library = tmp_path / "site-packages"
-    library.mkdir()
-    (library / "racelab_fake_runner.py").write_text("def run(function, state):\n"
-                                                    "    return function(state)\n")
-    monkeypatch.syspath_prepend(str(library))
+def test_callbacks_interleave_user_code_that_library_code_calls(installed):
+    (installed / "racelab_fake_runner.py").write_text("def run(function, state):\n"
+                                                      "    return function(state)\n")
     import racelab_fake_runner
 
     def bump(state):

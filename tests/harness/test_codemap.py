@@ -17,13 +17,29 @@ STDLIB = os.path.dirname(os.__file__)
     ("/home/student/answer.py", codemap.USER),
     (os.path.join(STDLIB, "json", "__init__.py"), codemap.LIBRARY),
     (threading.__file__, codemap.PLUMBING),
-    ("/somewhere/site-packages/keras/src/models/model.py", codemap.LIBRARY),
-    ("/tmp/__autograph_generated_filexyz.py", codemap.LIBRARY),
     ("<frozen importlib._bootstrap>", codemap.LIBRARY),
     (codemap.__file__, codemap.LIBRARY),  # the harness itself
+    # Decided by where the file is, never by a word in its name or a folder's.
+    ("/somewhere/site-packages/keras/src/models/model.py", codemap.USER),
+    ("/tmp/work/site-packages/answer.py", codemap.USER),
+    ("/tmp/work/dist-packages/answer.py", codemap.USER),
+    # Autograph's converted copy of a student's function is the student's code.
+    ("/tmp/__autograph_generated_filexyz.py", codemap.USER),
+    # A sys.path entry with ``..`` in it names a library folder for a file elsewhere.
+    (os.path.join(STDLIB, "..", "..", "..", "tmp", "work", "answer.py"), codemap.USER),
+    (os.path.join(STDLIB, ".", "json", "__init__.py"), codemap.USER),
+    ("json/__init__.py", codemap.USER),  # relative: resolved against a folder that can change
 ])
 def test_code_is_classified_by_where_it_lives(filename, kind):
     assert codemap.kind_of_file(filename) == kind
+
+
+def test_the_library_folders_are_the_installed_ones_as_written_and_as_real_paths():
+    prefixes = codemap.library_prefixes()
+    assert all(prefix.endswith(os.sep) for prefix in prefixes)
+    assert os.path.join(os.path.realpath(STDLIB), "") in prefixes
+    assert os.path.join(os.path.dirname(os.path.realpath(codemap.__file__)), "") in prefixes
+    assert not any("tmp" in prefix.split(os.sep) for prefix in prefixes)
 
 
 def test_installed_packages_are_library_code():
@@ -64,7 +80,7 @@ def test_frames_can_read_the_object_a_with_statement_enters():
 def test_equal_code_from_different_files_is_classified_separately():
     source = "def f(state):\n    state.n += 1\n"
     user = compile(source, "/home/student/answer.py", "exec").co_consts[0]
-    library = compile(source, "/x/site-packages/lib.py", "exec").co_consts[0]
+    library = compile(source, os.path.join(STDLIB, "lib.py"), "exec").co_consts[0]
     assert user == library  # code equality ignores the file name
     assert codemap.info(library).kind == codemap.LIBRARY
     assert codemap.info(user).kind == codemap.USER

@@ -204,12 +204,9 @@ def test_a_sampled_search_does_not_claim_coverage():
     assert "sampled" in result.message
 
 
-def test_library_code_runs_atomically(tmp_path, monkeypatch):
-    library = tmp_path / "site-packages"
-    library.mkdir()
-    (library / "racelab_fake_lib.py").write_text(
+def test_library_code_runs_atomically(installed):
+    (installed / "racelab_fake_lib.py").write_text(
         "def bump(state):\n    seen = state.count\n    state.count = seen + 1\n")
-    monkeypatch.syspath_prepend(str(library))
     from racelab_fake_lib import bump
 
     def user_bump(state):
@@ -258,16 +255,13 @@ def test_glue_has_no_decision_points_but_the_user_code_it_calls_keeps_its_own():
                   glue=(glue_around_bump,)).schedule == glued.schedule
 
 
-def test_only_one_controlled_thread_runs_at_a_time(tmp_path, monkeypatch):
-    library = tmp_path / "site-packages"
-    library.mkdir()
-    (library / "racelab_fake_sleep.py").write_text(
+def test_only_one_controlled_thread_runs_at_a_time(installed):
+    (installed / "racelab_fake_sleep.py").write_text(
         "import time\n"
         "def timed_sleep():\n"
         "    start = time.perf_counter()\n"
         "    time.sleep(0.002)\n"
         "    return start, time.perf_counter()\n")
-    monkeypatch.syspath_prepend(str(library))
     from racelab_fake_sleep import timed_sleep
 
     def setup():
