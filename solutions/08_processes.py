@@ -298,13 +298,18 @@ mlp_block.unlink()
 #   one new shared-memory block and starts `workers` processes with the `spawn` start method,
 #   each running `target(block_name, shapes, requests, answers)`;
 # - `predict(tokens)` returns the output for `tokens` (a tuple of 4 floats); many threads call
-#   it at once, and workers may answer in any order (`process_workers.serve` does, on purpose);
+#   it at once, and workers may answer in any order (`process_workers.serve` does, on purpose),
+#   even before the thread that asked is ready for the answer;
 # - `close()` stops and joins every worker and closes *and unlinks* the block, so that no
 #   process and no segment in `/dev/shm` is left.
 #
 # The grader counts the private memory of every worker (a worker that got the arrays
 # themselves holds a copy) and the shared blocks (one copy of the weights, not one per
-# worker), and checks that nothing is left after `close()`.
+# worker), and checks that nothing is left after `close()`. Then it runs your pool's
+# bookkeeping (request ids, waiting callers, the answers) under the controlled scheduler of
+# lesson 00, with the worker processes replaced by stand-ins in the notebook's process: every
+# interleaving of two callers with one preemption, so a check-then-act between threads fails
+# every time, not once in a thousand runs.
 
 # %% nbgrader={"grade": false, "grade_id": "ex_processes_pool", "locked": false, "schema_version": 3, "solution": true, "task": false}
 class SharedWeightsPool:
@@ -404,14 +409,18 @@ processes.check_pool(SharedWeightsPool)
 # Write `run_ledger(workers, updates)`. It makes a ledger of `process_workers.LEDGER_SLOTS`
 # int64 slots, all zero, in shared memory; starts `workers` processes with `spawn`, worker
 # `k` running `process_workers.tally(ledger, lock, k, workers, updates)`; waits for all of
-# them; and returns the first `process_workers.ACCOUNTS` slots as a list of ints. No update may
-# be lost, and nothing may be left running or in `/dev/shm` when it returns.
+# them, however long they take (no timeout: a loaded machine can make a worker slow, and a
+# worker stopped early loses its updates); and returns the first `process_workers.ACCOUNTS`
+# slots as a list of ints. No update may be lost, and nothing may be left running or in
+# `/dev/shm` when it returns. Every process it starts (a manager's or a pool's too) must be
+# started with `spawn`. The grader runs it with thousands of updates per worker.
 #
 # `ledger` may be a `SharedMemory` block's name or a `multiprocessing` array; `lock` is what
 # the worker holds around each update (or None). `tally` also accepts a queue as `ledger`: it
 # then sends each `(account, amount)` to it, and your function applies them itself (one
-# writer, no lock). `process_workers.expected_totals(workers, updates)` says what the accounts
-# must hold.
+# writer, no lock). A process that put items on a `multiprocessing` queue does not exit until
+# they have been read, so read them before you join it.
+# `process_workers.expected_totals(workers, updates)` says what the accounts must hold.
 
 # %% nbgrader={"grade": false, "grade_id": "ex_processes_ledger", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def run_ledger(workers, updates):
@@ -463,8 +472,13 @@ processes.check_ledger(run_ledger)
 #   threads;
 # - otherwise choose processes only when they serve at least 20 % more requests per second,
 #   judged by the median over rounds of `processes_.per_second[i] / threads.per_second[i]`
-#   (pair the rounds: a burst of other work on the machine hits both designs of a round);
+#   (pair the rounds: a burst of other work on the machine hits both designs of a round).
+#   The median is the middle ratio once they are sorted; for an even number of rounds it is
+#   the mean of the two middle ratios, as `statistics.median` computes it. "At least" means a
+#   median of exactly 1.2 chooses processes;
 # - otherwise threads: one copy of everything, and simpler.
+#
+# One round, the best or the worst, never decides: only the median does.
 
 # %% nbgrader={"grade": false, "grade_id": "ex_processes_choose", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def choose(threads, processes_, memory_budget_mb):

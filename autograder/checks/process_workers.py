@@ -24,7 +24,7 @@ import os
 import random
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 #: Accounts of the lesson's request ledger, and the ledger's size in int64 slots: the
 #: accounts, then one start flag per worker (workers start their updates together).
@@ -100,14 +100,15 @@ def serve(source: Any, shapes: Sequence[Sequence[int]], requests: Any, answers: 
     Workers may answer in any order, and this one makes sure it does: after each request it
     waits :data:`HOLD_S` for more, then answers the group it holds last first. (It is the only
     worker the course ships, so a pool cannot pass the grader with an in-order one.) With
-    ``served_by`` (a folder), it first leaves a file named after its pid there, so the grader
-    can tell that every worker ran the target it was given.
+    ``served_by`` (a folder), it first leaves a file named after its pid there, holding how its
+    process was started (:func:`start_method`), so the grader can tell that every worker ran
+    the target it was given, and how it was started.
     """
     import queue
 
     if served_by is not None:
-        with open(os.path.join(served_by, str(os.getpid())), "w", encoding="utf-8"):
-            pass
+        with open(os.path.join(served_by, str(os.getpid())), "w", encoding="utf-8") as mark:
+            mark.write(start_method())
     block, views = _attach(source, shapes)
     try:
         stop = False
@@ -188,18 +189,36 @@ def tally(ledger: Any, lock: Any, index: int, workers: int, updates: int) -> Non
     back, holding ``lock`` around all three when ``lock`` is not None. When ``ledger`` is a
     queue the worker sends ``(account, amount)`` for each update instead (the single-writer
     design) and ``lock`` is not used.
+
+    While the grader runs it (:data:`RECEIPTS_ENV` set), the worker also leaves records there:
+    that it started (and how its process was started), that it waits before its last update
+    until the grader lets it go (:func:`_held`), and that it made every update.
     """
     if not 0 <= index < min(workers, MAX_WORKERS):
         raise ValueError(f"worker index {index} out of range for {workers} workers")
-    _leave_receipt(index)
-    if hasattr(ledger, "put"):
+    kind = "queue" if hasattr(ledger, "put") else "shared"
+    _leave_receipt(index, kind)
+    try:
+        _tally(ledger, lock, index, workers, updates, kind)
+    except BaseException as error:
+        _record("failed", index, type(error).__name__)
+        raise
+    _record("done", index)
+
+
+def _tally(ledger: Any, lock: Any, index: int, workers: int, updates: int, kind: str) -> None:
+    if kind == "queue":
         for j in range(updates):
+            if j == updates - 1:
+                _held(index)
             ledger.put((account(index, j), amount(index, j)))
         return
     block, slots = _ledger(ledger)
     try:
         _wait_for_start(slots, index, workers)
         for j in range(updates):
+            if j == updates - 1:
+                _held(index)
             if lock is None:
                 _update(slots, index, j)
             else:
@@ -211,30 +230,126 @@ def tally(ledger: Any, lock: Any, index: int, workers: int, updates: int) -> Non
             block.close()
 
 
-#: Set by the grader while it calls ``run_ledger``: a folder where every ledger worker writes
-#: ``"<index> <pid>"``, so the grader sees which workers really ran, and in which processes.
+#: Set by the grader while it calls ``run_ledger``: a folder where every ledger worker leaves
+#: its records (``receipts``), so the grader sees which workers really ran, in which processes
+#: started how, and which ones made all their updates; a worker waits there before its last
+#: update until the grader writes ``release`` (:func:`_held`).
 RECEIPTS_ENV = "RACELAB_LEDGER_RECEIPTS"
+#: The longest a worker waits for the grader's ``release`` (seconds): past it, it goes on.
+HOLD_LIMIT_S = 60.0
+_HOLD_POLL_S = 0.002
 
 
-def _leave_receipt(index: int) -> None:
+def _leave_receipt(index: int, kind: str = "shared") -> None:
+    """``"<index> <pid>"``: worker ``index`` runs in this process; then how it was started and
+    what its ledger is (``"shared"`` memory or a ``"queue"``)."""
     folder = os.environ.get(RECEIPTS_ENV)
     if folder:
         with open(os.path.join(folder, "receipts"), "a", encoding="utf-8") as receipts:
-            receipts.write(f"{index} {os.getpid()}\n")
+            receipts.write(f"{index} {os.getpid()}\n"
+                           f"started {index} {os.getpid()} {start_method()} {kind}\n")
+
+
+def _record(what: str, index: int, detail: str = "") -> None:
+    folder = os.environ.get(RECEIPTS_ENV)
+    if folder:
+        with open(os.path.join(folder, "receipts"), "a", encoding="utf-8") as receipts:
+            receipts.write(f"{what} {index} {os.getpid()}{' ' + detail if detail else ''}\n")
+
+
+def _held(index: int) -> None:
+    """While graded: say so, and wait until the grader writes ``release`` (bounded).
+
+    The grader holds every worker here, before its last update, until it sees the answer
+    wait for the workers without a time limit (``join()``), or until its hold runs out: a
+    ``run_ledger`` that stops waiting after a shorter timeout and terminates the workers then
+    stops workers that have not finished, every run, however fast the machine.
+    """
+    folder = os.environ.get(RECEIPTS_ENV)
+    if not folder:
+        return
+    _record("held", index)
+    release = os.path.join(folder, "release")
+    for _ in range(int(HOLD_LIMIT_S / _HOLD_POLL_S)):
+        if os.path.exists(release):
+            return
+        time.sleep(_HOLD_POLL_S)
+
+
+def start_method() -> str:
+    """How this process was started, read from its own stack: ``"fork"`` (a copy of its
+    parent, ``popen_fork``), ``"spawn"`` (a new interpreter, ``spawn_main``),
+    ``"forkserver"``, or ``"none"`` (not a ``multiprocessing`` child)."""
+    import sys
+
+    frame = sys._getframe()
+    while frame is not None:
+        code = frame.f_code
+        path = code.co_filename.replace(os.sep, "/")
+        if "multiprocessing/" in path:
+            if code.co_name == "_launch" and path.endswith("/popen_fork.py"):
+                return "fork"
+            if code.co_name == "spawn_main" and path.endswith("/spawn.py"):
+                return "spawn"
+            if code.co_name == "_serve_one" and path.endswith("/forkserver.py"):
+                return "forkserver"
+        frame = frame.f_back
+    return "none"
 
 
 def read_receipts(folder: str) -> set[tuple[int, int]]:
     """The ``(worker index, pid)`` pairs the ledger workers left in ``folder``."""
+    return _pairs(folder, "", 2)
+
+
+class LedgerRecords(NamedTuple):
+    """What the ledger workers recorded in a grader's folder (see :func:`tally`).
+
+    Attributes:
+        started: ``(index, pid)`` -> ``(start method, ledger kind)`` for each worker.
+        held: ``(index, pid)`` of the workers that waited before their last update.
+        done: ``(index, pid)`` of the workers that made every update.
+        failed: ``(index, pid)`` -> the name of the exception a worker raised.
+    """
+
+    started: dict[tuple[int, int], tuple[str, str]]
+    held: frozenset[tuple[int, int]]
+    done: frozenset[tuple[int, int]]
+    failed: dict[tuple[int, int], str]
+
+
+def read_records(folder: str) -> LedgerRecords:
+    """The records the ledger workers left in ``folder``."""
+    started = {(int(f[1]), int(f[2])): (f[3], f[4]) for f in _fields(folder, "started", 5)
+               if f[1].isdigit() and f[2].isdigit()}
+    failed = {(int(f[1]), int(f[2])): f[3] for f in _fields(folder, "failed", 4)
+              if f[1].isdigit() and f[2].isdigit()}
+    return LedgerRecords(started, frozenset(_pairs(folder, "held", 3)),
+                         frozenset(_pairs(folder, "done", 3)), failed)
+
+
+def _fields(folder: str, what: str, count: int) -> list[list[str]]:
+    """The lines of ``folder``'s receipts with ``count`` fields, the first ``what`` (or, for
+    ``""``, a number), split."""
     try:
         with open(os.path.join(folder, "receipts"), encoding="utf-8") as receipts:
             lines = receipts.read().split("\n")
     except FileNotFoundError:
-        return set()
-    pairs = set()
+        return []
+    found = []
     for line in lines:
         fields = line.split()
-        if len(fields) == 2 and all(field.isdigit() for field in fields):
-            pairs.add((int(fields[0]), int(fields[1])))
+        if len(fields) == count and (fields[0] == what if what else fields[0].isdigit()):
+            found.append(fields)
+    return found
+
+
+def _pairs(folder: str, what: str, count: int) -> set[tuple[int, int]]:
+    """``(index, pid)`` of each well-formed ``[what] <index> <pid>`` line."""
+    pairs = set()
+    for fields in _fields(folder, what, count):
+        if fields[-1].isdigit() and fields[-2].isdigit():
+            pairs.add((int(fields[-2]), int(fields[-1])))
     return pairs
 
 

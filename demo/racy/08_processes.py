@@ -55,4 +55,6 @@ def choose(threads, processes_, memory_budget_mb):
     if processes_.memory_mb > memory_budget_mb:
         return "threads"
     ratios = sorted(p / t for p, t in zip(processes_.per_second, threads.per_second, strict=True))
-    return "processes" if ratios[len(ratios) // 2] >= 1.2 else "threads"
+    middle = len(ratios) // 2
+    median = ratios[middle] if len(ratios) % 2 else (ratios[middle - 1] + ratios[middle]) / 2
+    return "processes" if median >= 1.2 else "threads"

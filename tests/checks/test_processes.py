@@ -1,24 +1,36 @@
 """Lesson 08 (processes) graders: every known wrong answer fails every run, every right one passes.
 
 Each parametrized test runs the exercise's real hidden check (``autograder.checks.processes``)
-in this process as often as twenty grading runs would (``grading_runs.RUNS``), for wrong and
-right answers alike: unlike the other lessons' correct answers (``CORRECT_RUNS``), these
-checks are cheap enough for the full twenty (the whole file: about 90 s on 2 cores). The pool
-and ledger checks start real ``spawn`` processes (pure-Python workers, a few hundredths of a
-second each), so each run of them takes well under a second; ``choose``'s check is a fixed set
-of made-up measurements.
+in this process: a wrong answer as often as twenty grading runs would (``grading_runs.RUNS``),
+a correct one ``CORRECT_RUNS`` times (the pool's check explores schedules and the ledger's
+runs 3 x 3,000 updates: a few seconds a run, where both took under one before). The pool and
+ledger checks start real ``spawn`` processes (pure-Python workers, a few hundredths of a second
+each); ``choose``'s check is a fixed set of made-up measurements.
 
-Why a wrong pool or ledger fails every run, not just often:
+Why a wrong pool, ledger or choice fails every run, not just often:
 
 - the pool workers (``process_workers.serve``, the grader's target) answer every group of waiting
   requests last first, so a pool that takes answers in arrival order swaps outputs whenever
   two threads wait at once (18 to 22 of 24 calls in every run measured);
-- copies and leaks are counted, not raced: a worker's private memory, the bytes in new
-  ``/dev/shm`` segments, the processes still running after ``close()``; no interleaving can
-  change a count;
+- a pool whose request-id bookkeeping is a check-then-act between threads passes on real
+  processes in nearly every run (the window between its check and its act is a few bytecodes,
+  real threads switch every 5 ms); the check then runs its parent side under the controlled
+  scheduler with the processes stubbed (``processes.explore_pool``): every schedule with one
+  preemption, with answers given the moment a request is put and then gathered and answered
+  last first. Each such pool here fails inside that bound, the same schedule every run;
+- copies, leaks and start methods are counted, not raced: a worker's private memory, the bytes
+  in new ``/dev/shm`` segments, the processes still running after ``close()``, how each ledger
+  worker's process was started (it reads its own stack); no interleaving can change a count;
 - the ledger's workers raise a start flag each and wait (bounded) for all the others before
-  their 400 read-check-write updates, so they run at the same time on real cores, and an
-  unguarded update loses hundreds of updates every run.
+  their 3,000 read-check-write updates, so they run at the same time on real cores, and an
+  unguarded update loses thousands of updates every run;
+- the ledger's workers wait before their last update until the answer is seen waiting for them
+  with no time limit: an answer that gives them a timeout and terminates them stops workers
+  that have not finished, whatever the machine's speed; 9,000 updates on a queue are three
+  times what its pipe holds, so an answer that joins before it reads hangs, and is stopped
+  3 s after every worker made its last update;
+- ``choose`` is graded on tables at the rule's edges (a median of exactly 1.2, even numbers of
+  rounds, a best round far from the median) besides seeded made-up ones.
 
 ``answers_processes.py`` says what each wrong answer gets wrong.
 """
@@ -28,6 +40,7 @@ from __future__ import annotations
 import itertools
 import multiprocessing
 import threading
+import time
 from collections.abc import Callable
 from multiprocessing import shared_memory
 from typing import Any
@@ -36,11 +49,14 @@ import numpy as np
 import pytest
 
 from autograder.checks import process_workers, processes
+from autograder.checks.processes import ledger as ledger_run
 from autograder.checks.processes import pool as pool_run
 from tests.checks import answers_processes as answers
 from tests.checks.grading_runs import (
-    RUNS,
+    LIAR_RUNS,
+    REPO,
     Exercise,
+    fails_every_run,
     solution_namespace,
     validity_tests,
 )
@@ -68,8 +84,7 @@ def _leftovers() -> Callable[[], str]:
 
 (test_wrong_answer_fails_every_grading_run_with_a_message_in_the_exercises_terms,
  test_correct_answer_passes_every_grading_run,
- test_lessons_own_solution_passes) = validity_tests(
-     EXERCISES, leaves_nothing=_leftovers, correct_runs=RUNS)
+ test_lessons_own_solution_passes) = validity_tests(EXERCISES, leaves_nothing=_leftovers)
 
 
 def test_checks_leave_no_process_and_no_segment_behind() -> None:
@@ -149,3 +164,112 @@ def test_every_wrong_choice_is_caught_by_a_named_case() -> None:
                  if answer(threads, procs, budget)
                  != processes.reference_choice(threads, procs, budget)]
         assert wrong, answer.__name__
+
+
+# --------------------------------------------------------------------------- the pool's bookkeeping
+
+
+@pytest.mark.parametrize("answer", answers.RACY_BOOKKEEPING_POOLS, ids=lambda a: a.__name__)
+def test_racy_bookkeeping_fails_every_grading_run(answer: Any) -> None:
+    """The whole check, as the hidden test runs it: the explored schedules catch what the run
+    on real processes almost never shows. The search is seeded and its schedules are replayed
+    step by step, so a few runs say what twenty would (each costs a few seconds)."""
+    left_behind = _leftovers()
+    fails_every_run(processes.check_pool, "SharedWeightsPool", answer, runs=LIAR_RUNS)
+    assert not left_behind(), f"the check left {left_behind()}"
+
+
+@pytest.mark.parametrize("answer", answers.RACY_BOOKKEEPING_POOLS, ids=lambda a: a.__name__)
+def test_explored_bookkeeping_fails_in_the_same_schedule_every_time(answer: Any) -> None:
+    first, again = processes.explore_pool(answer), processes.explore_pool(answer)
+    assert first is not None and not first.ok, first
+    assert (first.verdict, first.schedule) == (again.verdict, again.schedule)
+
+
+def test_a_pool_the_stubs_do_not_model_is_graded_on_real_processes_only() -> None:
+    assert processes.explore_pool(answers.ManagerQueuePool) is None
+
+
+def test_the_pools_names_are_its_own_again_after_exploring() -> None:
+    """While it explores, the pool's ``multiprocessing`` names stand for stubs; after, not."""
+    namespace = vars(answers)
+    before = {name: namespace[name] for name in ("multiprocessing", "shared_memory")}
+    result = processes.explore_pool(answers.RegisterAfterPutPool)
+    assert result is not None and result.verdict == "error"
+    assert {name: namespace[name] for name in before} == before
+    assert multiprocessing.get_context("spawn").Process.__module__ == "multiprocessing.context"
+
+
+# --------------------------------------------------------------------------- the ledger's waits
+
+
+def test_a_ledger_waiting_without_a_limit_has_its_workers_let_go_at_once() -> None:
+    """The hold costs a correct answer nothing: its workers go on as soon as it waits."""
+    seen = processes.run_ledger_once(_SOLVED["run_ledger"])
+    assert 0 < seen.held_for < processes.LEDGER_HOLD_S / 2, seen.held_for
+    assert not seen.stopped and not seen.running
+
+
+def test_a_ledger_that_hangs_fails_soon_after_its_workers_are_done() -> None:
+    start = time.monotonic()
+    with pytest.raises(AssertionError) as failure:
+        processes.check_ledger(answers.ledger_join_before_draining)
+    assert "still had not returned" in str(failure.value)
+    assert "read every update off the queue" in str(failure.value).lower()
+    assert time.monotonic() - start < processes.LEDGER_STALL_S + 15
+
+
+def test_held_workers_are_let_go_only_when_the_answer_waits_on() -> None:
+    """The release policy, look by look: an answer that waits with no time limit gets its
+    workers at once; one with a shorter limit only when it waits again after that limit ran
+    out (a loop), never while it sits in the wait it will give up in."""
+    first, again = object(), object()
+
+    def looks(*sequence: tuple[processes.Waiting, bool]) -> list[bool]:
+        policy = ledger_run._Release()
+        return [policy.let_go(seen, True, over) for seen, over in sequence]
+
+    no_limit = processes.Waiting(True, None, first)
+    assert looks((no_limit, False), (no_limit, False)) == [False, True]
+    long_limit = processes.Waiting(True, processes.LEDGER_HOLD_S, first)
+    assert looks((long_limit, False), (long_limit, False)) == [False, True]
+    short = processes.Waiting(True, 1.0, first)
+    assert not any(looks(*[(short, False)] * 5))
+    assert not any(looks(*[(short, True)] * 5))
+    assert looks((short, True), (processes.Waiting(True, 1.0, again), True)) == [False, True]
+    polling = processes.Waiting(False)
+    assert looks((polling, False), (polling, False), (polling, True)) == [False, False, True]
+
+
+def _blocked_in(wait: Callable[[], Any]) -> bool:
+    """Whether a thread blocked in ``wait()`` counts as waiting without a time limit."""
+    thread = threading.Thread(target=wait, daemon=True)
+    thread.start()
+    time.sleep(0.2)
+    return processes.waits_without_limit(thread)
+
+
+def test_waiting_without_a_limit_is_told_from_a_timeout_and_from_sleeping() -> None:
+    forever = threading.Event()
+    stuck = multiprocessing.get_context("spawn").Queue()
+    try:
+        assert _blocked_in(forever.wait)
+        assert _blocked_in(stuck.get)
+        assert _blocked_in(lambda: forever.wait(processes.LEDGER_HOLD_S * 3))
+        assert not _blocked_in(lambda: forever.wait(1))
+        assert not _blocked_in(lambda: stuck.get(timeout=1))
+        assert not _blocked_in(lambda: time.sleep(1))
+    finally:
+        forever.set()
+        stuck.put(None)
+
+
+# --------------------------------------------------------------------------- choose's rule
+
+
+def test_the_lesson_states_chooses_rule_at_its_edges() -> None:
+    """The even-round median and the threshold the graded tables test are in the exercise."""
+    lines = (REPO / "solutions" / "08_processes.py").read_text().splitlines()
+    text = " ".join(line.removeprefix("#").strip() for line in lines)
+    assert "for an even number of rounds it is the mean of the two middle ratios" in text
+    assert "a median of exactly 1.2 chooses processes" in text

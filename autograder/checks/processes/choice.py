@@ -24,11 +24,48 @@ class DesignRun:
 
 
 def reference_choice(threads: DesignRun, processes: DesignRun, memory_budget_mb: float) -> str:
-    """The lesson's rule (what ``choose`` must return)."""
+    """The lesson's rule (what ``choose`` must return).
+
+    Processes when they fit the memory budget and the median of the paired per-round ratios
+    (``processes.per_second[i] / threads.per_second[i]``) is at least :data:`MARGIN`; the
+    median of an even number of rounds is the mean of the two middle ratios (as
+    ``statistics.median`` and ``numpy.median`` compute it). Otherwise threads.
+    """
     if processes.memory_mb > memory_budget_mb:
         return "threads"
     ratios = [p / t for p, t in zip(processes.per_second, threads.per_second, strict=True)]
     return "processes" if statistics.median(ratios) >= MARGIN else "threads"
+
+
+#: Tables at the rule's edges: the ratio exactly at the margin, an even number of rounds, a
+#: best (or worst) round far from the median. Where the median is exactly the margin it is
+#: 1.2 as a float however an answer computes it (``p / t`` of these rates is the float 1.2 or
+#: 1.0 and 1.4, whose mean, or 1.0 plus half their difference, is 1.2 again); the other
+#: medians are far from it. These cases test the rule, never rounding.
+_EDGES = [
+    ("processes exactly 20 % faster in every round (\"at least 20 % more\" includes 20 %)",
+     DesignRun((100.0, 100.0, 100.0), 700.0), DesignRun((120.0, 120.0, 120.0), 1500.0), 4000.0),
+    ("processes exactly 20 % faster in every round, at three different speeds",
+     DesignRun((50.0, 200.0, 80.0), 700.0), DesignRun((60.0, 240.0, 96.0), 1500.0), 4000.0),
+    ("4 rounds whose two middle ratios are 1.1 and 1.25 (median 1.175)",
+     DesignRun((100.0, 100.0, 100.0, 100.0), 700.0),
+     DesignRun((130.0, 100.0, 125.0, 110.0), 1500.0), 4000.0),
+    ("4 rounds whose two middle ratios are 1.15 and 1.3 (median 1.225)",
+     DesignRun((100.0, 100.0, 100.0, 100.0), 700.0),
+     DesignRun((115.0, 140.0, 100.0, 130.0), 1500.0), 4000.0),
+    ("4 rounds whose two middle ratios are 1.0 and 1.4 (median exactly 1.2)",
+     DesignRun((100.0, 100.0, 100.0, 100.0), 700.0),
+     DesignRun((140.0, 100.0, 140.0, 100.0), 1500.0), 4000.0),
+    ("6 rounds whose two middle ratios are 1.0 and 1.3 (median 1.15)",
+     DesignRun((100.0, 100.0, 100.0, 100.0, 100.0, 100.0), 700.0),
+     DesignRun((90.0, 130.0, 100.0, 150.0, 160.0, 95.0), 1500.0), 4000.0),
+    ("one round where processes were 1.8x faster, the others about even",
+     DesignRun((100.0, 100.0, 100.0, 100.0, 100.0), 700.0),
+     DesignRun((101.0, 99.0, 180.0, 100.0, 102.0), 1500.0), 4000.0),
+    ("processes 1.5x faster in every round but the one with the most requests per second",
+     DesignRun((100.0, 100.0, 300.0, 100.0, 100.0), 700.0),
+     DesignRun((150.0, 150.0, 310.0, 150.0, 150.0), 1500.0), 4000.0),
+]
 
 
 def choice_cases(seed: int = 8) -> list[tuple[str, DesignRun, DesignRun, float]]:
@@ -57,10 +94,11 @@ def choice_cases(seed: int = 8) -> list[tuple[str, DesignRun, DesignRun, float]]
         ("processes exactly at the memory budget and 1.5x faster",
          DesignRun((100.0, 100.0, 100.0), 800.0), DesignRun((150.0, 150.0, 150.0), 3000.0),
          3000.0),
+        *_EDGES,
     ]
     rng = random.Random(seed)
     for k in range(24):
-        rounds = rng.choice((3, 5, 7))
+        rounds = rng.choice((3, 4, 5, 6, 7))
         base = [rng.uniform(50, 400) for _ in range(rounds)]
         speedup = rng.choice((0.6, 0.9, 1.05, 1.1, 1.35, 1.6, 2.2))
         noise = [rng.uniform(0.97, 1.03) for _ in range(rounds)]

@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from autograder.checks import process_workers
-from autograder.checks.kit import describe_error
+from autograder.checks.kit import call_text, describe_error, require
 from autograder.checks.plain import plain
+from autograder.checks.processes.bookkeeping import explore_pool
 from autograder.checks.processes.choice import DesignRun, choice_cases, reference_choice
 from autograder.checks.processes.ledger import run_ledger_once
 from autograder.checks.processes.model import embedding_weights
 from autograder.checks.processes.pool import run_pool
 from autograder.checks.processes.settings import (
+    LEDGER_HOLD_S,
     LEDGER_WORKERS,
+    MARGIN,
     MB,
     POOL_REQUESTS_EACH,
     POOL_THREADS,
@@ -40,7 +44,7 @@ def check_pool(pool_class: Callable[..., Any]) -> None:
             f"{exercise}: {seen.not_spawned} of its worker processes were not started with "
             "spawn, expected multiprocessing.get_context('spawn'): a forked child of a "
             "process that runs TensorFlow can hang")
-    if seen.other_target:
+    if seen.other_target and len(seen.served) < POOL_WORKERS:
         raise AssertionError(
             f"{exercise}: {len(seen.other_target)} of its worker processes did not run the "
             "target it was given, expected every worker to run target(block_name, shapes, "
@@ -55,7 +59,8 @@ def check_pool(pool_class: Callable[..., Any]) -> None:
     if seen.answered != total:
         raise AssertionError(f"{exercise}: {total - seen.answered} of {total} predict() calls "
                              "returned None, expected the model's output")
-    private = {pid: mb for pid, mb in seen.worker_uss_mb.items() if mb > weights_mb / 2}
+    private = {pid: mb for pid, mb in seen.worker_uss_mb.items()
+               if mb > weights_mb / 2 and pid in seen.served}
     if private:
         mb = max(private.values())
         raise AssertionError(
@@ -72,6 +77,23 @@ def check_pool(pool_class: Callable[..., Any]) -> None:
         raise AssertionError(
             f"{exercise}: after close() returned there were {left}, expected none: stop and "
             "join every worker, then close and unlink the shared block")
+    result = explore_pool(pool_class)
+    if result is not None:
+        require(result, exercise=exercise, again=call_text("processes.explore_pool", exercise),
+                hint=_BOOKKEEPING_HINT)
+
+
+#: What a failing explored schedule of the pool means (see :mod:`.bookkeeping`).
+_BOOKKEEPING_HINT = (
+    "worker 0 and worker 1 each called predict() once (worker 0 made the pool with one worker "
+    "process, and closes it once both returned); the other threads were started by the pool: "
+    "its own, and a stub of the worker process that answers in this process (in one run the "
+    "moment each request is put, in another gathering requests and answering them last "
+    "first). In this schedule a caller did not get the answer to its own request, expected "
+    "every caller to get its own whatever the order of the threads and of the answers: the "
+    "request-id bookkeeping is a check-then-act between threads. Hand out each id and "
+    "register its caller together under one lock, before the request goes on the queue, and "
+    "find each answer's caller under that lock")
 
 
 def _short(values: Any) -> str:
@@ -88,6 +110,47 @@ def check_ledger(run_ledger: Callable[[int, int], Any]) -> None:
     """Grade ``run_ledger`` (see :func:`run_ledger_once`); AssertionError if it fails."""
     exercise = "run_ledger"
     seen = run_ledger_once(run_ledger, exercise=exercise)
+    missing = sorted(set(range(LEDGER_WORKERS)) - seen.workers_ran)
+    forked = {index: method for index, method in sorted(seen.methods.items())
+              if method != "spawn"}
+    if forked:
+        methods = ", ".join(f"worker {index} with {method}" for index, method in forked.items())
+        raise AssertionError(
+            f"{exercise}: {len(forked)} of its {LEDGER_WORKERS} worker processes were not "
+            f"started with spawn ({methods}), expected multiprocessing.get_context('spawn') "
+            "for every process: a forked child of a process that runs TensorFlow can hang")
+    if missing:
+        raise AssertionError(
+            f"{exercise}: ledger worker(s) {missing} never ran process_workers.tally in a "
+            f"process of their own; expected each of the {LEDGER_WORKERS} workers to run it on "
+            "a process (the totals must come from the workers, not be computed)")
+    if seen.others_not_spawned:
+        raise AssertionError(
+            f"{exercise}: {seen.others_not_spawned} of the other processes it started (a "
+            "manager's or a pool's) were not started with spawn, expected every process it "
+            "starts to come from multiprocessing.get_context('spawn') (ctx.Manager(), "
+            "ctx.Pool(), ctx.Process())")
+    if seen.failed:
+        raise AssertionError(
+            f"{exercise}: ledger worker(s) {sorted(seen.failed)} raised "
+            f"{', '.join(sorted(set(seen.failed.values())))} in their process: "
+            "process_workers.tally(ledger, lock, k, workers, updates) could not work with what "
+            "it was given; expected a SharedMemory block's name, a multiprocessing array or a "
+            "queue as the ledger, and a multiprocessing lock (or None)")
+    if seen.stopped:
+        raise AssertionError(
+            f"{exercise}: ledger worker(s) {seen.stopped} ended before they had made all their "
+            f"updates: run_ledger stopped them (a timeout, then terminate() or kill()) "
+            f"{seen.returned_after:.1f} s after it was called, while they were still working. "
+            "Workers take as long as they take: the grader holds each one before its last "
+            "update until run_ledger waits for it with no time limit (or for up to "
+            f"{LEDGER_HOLD_S:g} s), as a loaded machine might; expected run_ledger to wait for "
+            "every worker with join(), no timeout, and to stop none that is still working")
+    if seen.running:
+        raise AssertionError(
+            f"{exercise}: it returned while ledger worker(s) {seen.running} were still making "
+            "their updates, expected it to wait for every worker (join()) before it reads the "
+            "accounts")
     values = plain(seen.totals, f"{exercise}:")
     try:
         totals = [int(v) for v in (values.tolist() if isinstance(values, np.ndarray)
@@ -95,12 +158,6 @@ def check_ledger(run_ledger: Callable[[int, int], Any]) -> None:
     except (TypeError, ValueError):
         raise AssertionError(f"{exercise}: returned {values!r}, expected a list of "
                              f"{process_workers.ACCOUNTS} account totals") from None
-    missing = sorted(set(range(LEDGER_WORKERS)) - seen.workers_ran)
-    if missing:
-        raise AssertionError(
-            f"{exercise}: ledger worker(s) {missing} never ran process_workers.tally in a "
-            f"process of their own; expected each of the {LEDGER_WORKERS} workers to run it on "
-            "a process (the totals must come from the workers, not be computed)")
     if totals != seen.expected:
         counted, want = sum(totals), sum(seen.expected)
         raise AssertionError(
@@ -129,10 +186,16 @@ def check_choose(choose: Callable[[DesignRun, DesignRun, float], Any]) -> None:
                                  f"measurements where {what}") from None
         got = plain(got, f"{exercise}:")
         if got != want:
-            ratios = [round(p / t, 2) for p, t in zip(processes.per_second,
-                                                       threads.per_second, strict=True)]
+            exact = [p / t for p, t in zip(processes.per_second, threads.per_second,
+                                           strict=True)]
+            ratios = [round(ratio, 3) for ratio in exact]
+            middle = ("the mean of the two middle ratios" if len(exact) % 2 == 0
+                      else "the middle ratio")
             raise AssertionError(
                 f"{exercise}: returned {got!r} where {what}, expected {want!r}. Threads "
                 f"{list(threads.per_second)} req/s, {threads.memory_mb:g} MB; processes "
                 f"{list(processes.per_second)} req/s, {processes.memory_mb:g} MB; budget "
-                f"{budget:g} MB; per-round ratios {ratios}")
+                f"{budget:g} MB; per-round ratios {ratios}, median "
+                f"{round(statistics.median(exact), 4):g} ({middle} of {len(exact)} rounds). "
+                f"The rule: processes only within the budget and with a median of at least "
+                f"{MARGIN:g}")

@@ -18,7 +18,7 @@ import numpy as np
 
 from autograder.checks import process_workers
 from autograder.checks.processes.resources import rss_mb, spawn_context, uss_mb
-from autograder.checks.processes.settings import LEDGER_S, LEDGER_UPDATES, LEDGER_WORKERS, MB
+from autograder.checks.processes.settings import LEDGER_S, LEDGER_WORKERS, MB, RACE_UPDATES
 
 # --------------------------------------------------------------------------- see it: the designs
 
@@ -185,7 +185,7 @@ def plot_memory(rows: Sequence[Memory]) -> Any:
 
 
 def tally_race(lock: str, *, trials: int, workers: int = LEDGER_WORKERS,
-               updates: int = LEDGER_UPDATES) -> list[int]:
+               updates: int = RACE_UPDATES) -> list[int]:
     """Lost updates per trial of the ledger workers on real processes, without a proper lock.
 
     Args:

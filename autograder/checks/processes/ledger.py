@@ -1,71 +1,402 @@
-"""Exercise 2's run: ``run_ledger`` called, the worker processes it started watched."""
+"""Exercise 2's run: ``run_ledger`` called, the worker processes it started watched and held.
+
+The grader's ledger workers (:func:`autograder.checks.process_workers.tally`) leave records in
+a folder of the check's: that they started, in which process and how it was started (``fork``,
+``spawn``...), that they wait before their last update, and that they made every update. While
+``run_ledger(3, 3000)`` runs, this module:
+
+- holds every worker before its last update and lets them all go once it sees ``run_ledger``
+  wait for them without a time limit, or with one of :data:`LEDGER_HOLD_S` or more (its
+  thread blocked in ``join()``, a queue's ``get()``, a pool's result: :func:`waiting`); after
+  :data:`LEDGER_HOLD_S`, also once it polls (in its own code, or in a new short wait after
+  the last one ran out). An answer that stops waiting after a shorter timeout and terminates
+  the workers stops workers that have not finished, every run, however fast the machine;
+- gives ``run_ledger`` :data:`LEDGER_STALL_S` to return once every worker has made all its
+  updates: a worker that put 3,000 updates on a queue nobody reads cannot exit (its pipe is
+  full), and an answer that joins it first hangs. That is a verdict, never a hang of the grader;
+- watches every child process (sampled every 10 ms) for how it was started.
+
+Whatever happens, the processes and segments the call left are killed and unlinked.
+"""
 
 from __future__ import annotations
 
 import os
 import shutil
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from autograder.checks import process_workers
-from autograder.checks.kit import bounded
+from autograder.checks.kit import describe_error
 from autograder.checks.processes.resources import (
     Leftovers,
+    Snapshot,
     child_processes,
     clean_up,
     snapshot,
 )
-from autograder.checks.processes.settings import LEDGER_S, LEDGER_UPDATES, LEDGER_WORKERS
+from autograder.checks.processes.settings import (
+    EXEC_POLL_S,
+    EXEC_POLLS,
+    LEDGER_HOLD_S,
+    LEDGER_POLL_S,
+    LEDGER_S,
+    LEDGER_STALL_S,
+    LEDGER_UPDATES,
+    LEDGER_WORKERS,
+)
+from autograder.harness import tamper
 from autograder.harness.tamper import scratch_folder
 
 
 @dataclass
 class LedgerRun:
-    """What the grader saw of one ``run_ledger`` call."""
+    """What the grader saw of one ``run_ledger`` call.
+
+    Attributes:
+        totals: What it returned.
+        expected: What the accounts must hold.
+        workers_seen: Child processes seen while it ran.
+        workers_ran: Indices of the ledger workers that ran in a child process of this one.
+        methods: Worker index -> how its process was started (``"spawn"``, ``"fork"``...).
+        kinds: Worker index -> its ledger, ``"shared"`` memory or a ``"queue"``.
+        others_not_spawned: Other child processes (a manager, a pool's) not started with spawn.
+        failed: Worker index -> the exception its ``tally`` raised.
+        not_spawned_workers: Pids of worker processes seen not started with spawn (then the
+            run was stopped at once).
+        stopped: Workers that ended before they had made every update (not by an exception).
+        running: Workers still making their updates when ``run_ledger`` returned.
+        held_for: Seconds the workers were held before their last update (until they were let
+            go, or until ``run_ledger`` returned).
+        returned_after: Seconds from the call to its return.
+        leftovers: Processes and segments left when it returned.
+    """
 
     totals: Any = None
     expected: list[int] = field(default_factory=list)
     workers_seen: int = 0
     workers_ran: set[int] = field(default_factory=set)
+    methods: dict[int, str] = field(default_factory=dict)
+    kinds: dict[int, str] = field(default_factory=dict)
+    others_not_spawned: int = 0
+    failed: dict[int, str] = field(default_factory=dict)
+    not_spawned_workers: set[int] = field(default_factory=set)
+    stopped: list[int] = field(default_factory=list)
+    running: list[int] = field(default_factory=list)
+    held_for: float = 0.0
+    returned_after: float = 0.0
     leftovers: Leftovers = field(default_factory=Leftovers)
 
 
 def run_ledger_once(run_ledger: Callable[[int, int], Any], *, workers: int = LEDGER_WORKERS,
                     updates: int = LEDGER_UPDATES, exercise: str = "run_ledger") -> LedgerRun:
-    """Call ``run_ledger(workers, updates)`` (bounded) and clean up whatever it left."""
+    """Call ``run_ledger(workers, updates)``, holding its workers, and clean up what it left.
+
+    Raises:
+        AssertionError: (in the exercise's terms) it raised, did not return within
+            :data:`LEDGER_S`, or did not return :data:`LEDGER_STALL_S` after every worker had
+            made all its updates.
+    """
     before = snapshot()
     seen = LedgerRun(expected=process_workers.expected_totals(workers, updates))
     watcher = _ChildWatcher(before.processes)
     receipts = scratch_folder("receipts")
     os.environ[process_workers.RECEIPTS_ENV] = receipts
+    what = f"run_ledger({workers}, {updates})"
     watcher.start()
     try:
-        seen.totals = bounded(exercise, f"run_ledger({workers}, {updates})",
-                               lambda: run_ledger(workers, updates), LEDGER_S)
+        call = _Call(lambda: run_ledger(workers, updates), f"{exercise}: {what}")
+        verdict = _conduct(call, receipts, workers, seen, before)
     finally:
+        _release(receipts)
         watcher.stop()
         os.environ.pop(process_workers.RECEIPTS_ENV, None)
+        records = process_workers.read_records(receipts)
         seen.workers_seen = len(watcher.seen)
         seen.workers_ran = {index for index, pid in process_workers.read_receipts(receipts)
-                            if pid in watcher.seen}
+                            if pid in watcher.seen | seen.not_spawned_workers}
+        children = watcher.seen | seen.not_spawned_workers
+        ours = {key: value for key, value in records.started.items() if key[1] in children}
+        seen.methods = {index: method for (index, _), (method, _) in ours.items()}
+        seen.kinds = {index: kind for (index, _), (_, kind) in ours.items()}
+        workers_pids = {pid for _, pid in ours}
+        seen.others_not_spawned = len(watcher.not_spawned - workers_pids)
         shutil.rmtree(receipts, ignore_errors=True)
         seen.leftovers = before.since()
         clean_up(seen.leftovers)
+    if verdict == "raised":
+        raise AssertionError(f"{exercise}: {what} raised {describe_error(call.error)}; "
+                             "expected it to work") from None
+    if verdict == "hung":
+        raise AssertionError(
+            f"{exercise}: {what} did not finish within {LEDGER_S:g} s; expected it to return: "
+            "something waits for a process, a queue or a lock that never comes")
+    if verdict == "stalled":
+        raise AssertionError(_stalled_message(exercise, what, seen))
     return seen
 
 
+def _stalled_message(exercise: str, what: str, seen: LedgerRun) -> str:
+    message = (f"{exercise}: every worker had made all its updates, and {what} still had not "
+               f"returned {LEDGER_STALL_S:g} s later, expected it to return once they were "
+               "done: it waits for something that never happens")
+    if "queue" in seen.kinds.values():
+        message += (". A process that put items on a multiprocessing queue does not exit until "
+                    "they have been read (only about 64 KB fit in the queue's pipe), so "
+                    "joining the workers before reading their updates waits forever once "
+                    "they send more than that. Read every update off the queue, then join "
+                    "the workers")
+    return message
+
+
+#: How long a call whose workers were stopped early is waited for before it is left behind.
+_AFTER_ABORT_S = 0.5
+
+
+class _Call:
+    """``run_ledger`` running on a daemon thread of its own (left behind if it hangs)."""
+
+    def __init__(self, call: Callable[[], Any], name: str) -> None:
+        self.value: Any = None
+        self.error: BaseException | None = None
+
+        def body() -> None:
+            try:
+                self.value = call()
+            except BaseException as error:  # noqa: BLE001 - reported to the student
+                self.error = error
+
+        self.thread = threading.Thread(target=body, name=name, daemon=True)
+
+
+def _conduct(call: _Call, receipts: str, workers: int, seen: LedgerRun,
+             before: Snapshot) -> str:
+    """Run the call, hold its workers and let them go; ``"returned"``, ``"raised"``,
+    ``"hung"``, ``"stalled"``, or ``"forked"``: a worker's process was not started with spawn,
+    which settles the verdict, so its processes are stopped at once (and the call is given
+    :data:`_AFTER_ABORT_S` to return, then left behind: a worker killed holding the ledger's
+    lock leaves it taken)."""
+    everyone = set(range(workers))
+    start = time.monotonic()
+    held_since: float | None = None
+    done_since: float | None = None
+    policy = _Release()
+    released = False
+    call.thread.start()
+    while call.thread.is_alive():
+        now = time.monotonic()
+        if now - start > LEDGER_S:
+            return "hung"
+        records = process_workers.read_records(receipts)
+        odd = _not_spawned(records)
+        if odd:
+            seen.not_spawned_workers = odd
+            _release(receipts)
+            clean_up(before.since())
+            call.thread.join(_AFTER_ABORT_S)
+            return "forked"
+        held = {index for index, _ in records.held}
+        done = {index for index, _ in records.done}
+        if not released:
+            if held and held_since is None:
+                held_since = now
+            if held_since is not None and policy.let_go(
+                    waiting(call.thread), everyone <= held, now - held_since >= LEDGER_HOLD_S):
+                _release(receipts)
+                released = True
+                seen.held_for = now - held_since
+        elif everyone <= done:
+            done_since = now if done_since is None else done_since
+            if now - done_since > LEDGER_STALL_S:
+                return "stalled"
+        call.thread.join(LEDGER_POLL_S)
+    seen.returned_after = time.monotonic() - start
+    if not released and held_since is not None:
+        seen.held_for = time.monotonic() - held_since
+    _unfinished(receipts, seen)
+    seen.totals = call.value
+    return "raised" if call.error is not None else "returned"
+
+
+class _Release:
+    """When the held workers are let go, from what the answer's thread is seen doing.
+
+    At once when it is seen twice in a row blocked in a wait with no time limit (or one of
+    :data:`LEDGER_HOLD_S` or more) while every worker is held. Once :data:`LEDGER_HOLD_S` has
+    passed, also when it is seen twice in a row outside any wait (polling in its own code), or
+    in a wait with a shorter limit that began after the one it was in then: it went round its
+    loop and waits again instead of giving up. An answer that gives up when its shorter
+    timeout runs out (and terminates the workers) does so while they are still held, every
+    run, whatever the machine's speed.
+    """
+
+    def __init__(self) -> None:
+        self.unlimited = 0
+        self.outside = 0
+        self.first: Any = None
+
+    def let_go(self, seen: Waiting, all_held: bool, hold_is_over: bool) -> bool:
+        self.unlimited = self.unlimited + 1 if seen.unlimited() and all_held else 0
+        self.outside = self.outside + 1 if not seen.blocked else 0
+        if self.unlimited >= 2:
+            return True
+        if not hold_is_over:
+            return False
+        if self.outside >= 2:
+            return True
+        if seen.blocked:
+            if self.first is None:
+                self.first = seen.call
+            elif seen.call is not self.first:
+                return True
+        return False
+
+
+def _not_spawned(records: process_workers.LedgerRecords) -> set[int]:
+    """The children of this process whose ledger worker said it was not started with spawn."""
+    odd = {pid for (_, pid), (method, _) in records.started.items() if method != "spawn"}
+    return odd & set(child_processes()) if odd else set()
+
+
+def _unfinished(receipts: str, seen: LedgerRun) -> None:
+    """Workers that started and had not made every update when ``run_ledger`` returned: ended
+    (stopped) or still running."""
+    records = process_workers.read_records(receipts)
+    for (index, _pid), error in sorted(records.failed.items()):
+        seen.failed.setdefault(index, error)
+    for index, pid in sorted(set(records.started) - records.done - set(records.failed)):
+        (seen.running if _alive(pid) else seen.stopped).append(index)
+
+
+def _alive(pid: int) -> bool:
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _release(receipts: str) -> None:
+    """Let every held worker make its last update (and every later one not wait at all)."""
+    try:
+        with open(os.path.join(receipts, "release"), "w", encoding="utf-8"):
+            pass
+    except OSError:
+        pass
+
+
+# --------------------------------------------------------------------------- waiting, seen
+
+
+_STDLIB = os.path.join(os.path.dirname(os.path.realpath(os.__file__)), "")
+
+
+def _library(code: Any) -> bool:
+    return os.path.realpath(code.co_filename).startswith(_STDLIB)
+
+
+def _is(code: Any, module: str, name: str) -> bool:
+    return code.co_name == name and code.co_filename.replace(os.sep, "/").endswith(module)
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """Where a thread is, seen from outside (see :func:`waiting`).
+
+    Attributes:
+        blocked: It is blocked in one of the standard library's blocking calls.
+        limit: That wait's time limit in seconds (None: no limit).
+        call: The outermost standard-library frame of that wait (kept, so that a later look
+            can tell the same wait from a new one).
+    """
+
+    blocked: bool
+    limit: float | None = None
+    call: Any = None
+
+    def unlimited(self, at_least: float = LEDGER_HOLD_S) -> bool:
+        """Blocked with no time limit, or with one of ``at_least`` seconds or more."""
+        return self.blocked and (self.limit is None or self.limit >= at_least)
+
+
+def waiting(thread: threading.Thread) -> Waiting:
+    """Is ``thread`` blocked, right now, in a wait, and with what time limit?
+
+    Its innermost frame must be one of the standard library's blocking calls: a process's
+    ``join()`` (``popen_fork``'s blocking ``waitpid``), a ``threading`` wait (``Condition.wait``,
+    so also ``Event.wait`` and a pool's or a future's result; ``Thread.join``), a read from a
+    ``multiprocessing`` connection (a queue's or a manager's ``get``), a queue's read lock, a
+    ``select``. Its time limit is the ``timeout`` (a number, not None or -1) of the outermost
+    standard-library frame on its stack that has one: what the answer passed (inner frames hold
+    what is left of it, ``select`` in milliseconds). A thread in its own code (sleeping between
+    polls), or in a call that does not block, is not blocked.
+    """
+    frame = tamper.current_frames().get(thread.ident or -1)
+    if frame is None or not _library(frame.f_code) or not _blocking(frame):
+        return Waiting(False)
+    limit, call = None, None
+    while frame is not None:
+        if _library(frame.f_code):
+            call = frame
+            timeout = frame.f_locals.get("timeout")
+            if isinstance(timeout, (int, float)) and not isinstance(timeout, bool) \
+                    and timeout >= 0:
+                limit = timeout  # the outermost one wins: what the answer passed
+        frame = frame.f_back
+    return Waiting(True, limit, call)
+
+
+def waits_without_limit(thread: threading.Thread, *, at_least: float = LEDGER_HOLD_S) -> bool:
+    """Is ``thread`` blocked in a wait with no time limit (or one of ``at_least`` s or more)?"""
+    return waiting(thread).unlimited(at_least)
+
+
+def _blocking(frame: Any) -> bool:
+    code = frame.f_code
+    local = frame.f_locals
+    if _is(code, "multiprocessing/popen_fork.py", "poll"):
+        return local.get("flag") == 0
+    if _is(code, "threading.py", "wait") or _is(code, "threading.py", "_wait_for_tstate_lock"):
+        return local.get("block", True) is True
+    if _is(code, "multiprocessing/connection.py", "_recv") or \
+            _is(code, "multiprocessing/connection.py", "_recv_bytes"):
+        return True
+    if _is(code, "multiprocessing/queues.py", "get"):
+        return local.get("block", True) is True
+    return _is(code, "selectors.py", "select")
+
+
+# --------------------------------------------------------------------------- child processes
+
+
 class _ChildWatcher:
-    """Counts the child processes that run while a call is made (sampled every 10 ms)."""
+    """The child processes that run while a call is made (sampled every 10 ms), and which of
+    them were not started with spawn.
+
+    A child whose command line shows ``spawn_main`` was spawned; one running another program
+    was not; one that still shows this process's command line is forked, or spawned and not yet
+    through ``execve``: it is looked at again at every sample, and counts as forked once it has
+    looked so for :data:`EXEC_POLLS` x :data:`EXEC_POLL_S`.
+    """
 
     def __init__(self, ignore: set[int]) -> None:
         self.ignore = ignore
         self.seen: set[int] = set()
+        self.not_spawned: set[int] = set()
+        self._judged: set[int] = set()
+        self._looks_forked: dict[int, float] = {}
+        self._own: list[str] | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
 
     def start(self) -> None:
+        import psutil
+
+        self._own = psutil.Process().cmdline()
         self._thread.start()
 
     def stop(self) -> None:
@@ -74,4 +405,25 @@ class _ChildWatcher:
 
     def _watch(self) -> None:
         while not self._stop.wait(0.01):
-            self.seen |= set(child_processes()) - self.ignore
+            children = child_processes()
+            self.seen |= set(children) - self.ignore
+            for pid, proc in children.items():
+                if pid not in self.ignore and pid not in self._judged:
+                    self._judge(pid, proc)
+
+    def _judge(self, pid: int, proc: Any) -> None:
+        try:
+            command = proc.cmdline()
+        except Exception:  # noqa: BLE001 - it ended, or is a zombie: nothing to judge
+            return
+        if "spawn_main" in " ".join(command):
+            self._judged.add(pid)
+        elif command and command != self._own:
+            self._judged.add(pid)
+            self.not_spawned.add(pid)
+        else:
+            first = self._looks_forked.setdefault(pid, time.monotonic())
+            if time.monotonic() - first >= EXEC_POLLS * EXEC_POLL_S:
+                self._judged.add(pid)
+                self.not_spawned.add(pid)
+

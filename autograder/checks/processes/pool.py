@@ -50,6 +50,7 @@ class PoolRun:
     segment_mb: float = 0.0
     still_running: list[int] = field(default_factory=list)
     other_target: list[int] = field(default_factory=list)
+    served: list[int] = field(default_factory=list)
     leftovers: Leftovers = field(default_factory=Leftovers)
 
 
@@ -69,7 +70,7 @@ def run_pool(pool_class: Callable[..., Any], *, workers: int = POOL_WORKERS,
                         lambda: pool_class(list(embedding_weights()), workers, target), START_S)
         started = before.since()
         seen.workers = started.processes
-        seen.not_spawned = _count_not_spawned(started.processes)
+        seen.not_spawned = _count_not_spawned(started.processes, marks)
         seen.segment_mb = sum(started.segments.values()) / MB
         _load(exercise, pool, seen)
         for pid in seen.workers:
@@ -77,8 +78,9 @@ def run_pool(pool_class: Callable[..., Any], *, workers: int = POOL_WORKERS,
                 seen.worker_uss_mb[pid] = uss_mb(pid)
         bounded(exercise, "close()", pool.close, CLOSE_S)
         seen.still_running = _wait_for_exit(seen.workers)
+        seen.served = [pid for pid in seen.workers if _mark(marks, pid)]
         seen.other_target = [pid for pid in seen.workers if pid not in seen.still_running
-                             and not os.path.exists(os.path.join(marks, str(pid)))]
+                             and pid not in seen.served]
         seen.leftovers = before.since()
     finally:
         clean_up(before.since())
@@ -86,15 +88,18 @@ def run_pool(pool_class: Callable[..., Any], *, workers: int = POOL_WORKERS,
     return seen
 
 
-def _count_not_spawned(pids: Sequence[int]) -> int:
+def _count_not_spawned(pids: Sequence[int], marks: str) -> int:
     """How many of ``pids`` run something other than multiprocessing's ``spawn_main``.
 
-    ``Process.start()`` with spawn can return while the child is still inside ``execve``:
-    its command line then reads empty (the new program's arguments are not set up yet), or
-    this process's own if the exec has not begun. Such a child is looked at again, up to
-    :data:`EXEC_POLLS` times, :data:`EXEC_POLL_S` apart (a forked worker keeps this
-    process's command line, and costs that wait). A spawned worker was once counted as
-    forked under the full suite's load (1 grading run in 20).
+    A worker that runs the grader's target says how its process was started in its mark (in
+    ``marks``, see :func:`process_workers.serve`): that settles it. Any other process is
+    judged by its command line. ``Process.start()`` with spawn can return while the child is
+    still inside ``execve``: its command line then reads empty (the new program's arguments
+    are not set up yet), or this process's own if the exec has not begun. Such a child is
+    looked at again, up to :data:`EXEC_POLLS` times, :data:`EXEC_POLL_S` apart (a forked
+    process that runs no target of the grader's keeps this process's command line, and costs
+    that wait). A spawned worker was once counted as forked under the full suite's load (1
+    grading run in 20).
     """
     import psutil
 
@@ -102,6 +107,12 @@ def _count_not_spawned(pids: Sequence[int]) -> int:
     looks_forked, other = set(pids), set()
     for poll in range(EXEC_POLLS):
         for pid in sorted(looks_forked):
+            method = _mark(marks, pid)
+            if method:
+                looks_forked.discard(pid)
+                if method != "spawn":
+                    other.add(pid)
+                continue
             try:
                 command = psutil.Process(pid).cmdline()
             except psutil.Error:
@@ -117,6 +128,15 @@ def _count_not_spawned(pids: Sequence[int]) -> int:
         if poll < EXEC_POLLS - 1:
             time.sleep(EXEC_POLL_S)
     return len(other) + len(looks_forked)
+
+
+def _mark(marks: str, pid: int) -> str:
+    """How worker ``pid`` says its process was started ("" before it wrote its mark)."""
+    try:
+        with open(os.path.join(marks, str(pid)), encoding="utf-8") as mark:
+            return mark.read().strip()
+    except OSError:
+        return ""
 
 
 def _load(exercise: str, pool: Any, seen: PoolRun) -> None:

@@ -17,6 +17,23 @@ START_S, LOAD_S, CLOSE_S, EXIT_POLLS, EXIT_POLL_S = 20.0, 20.0, 10.0, 10, 0.05
 #: Looks at a worker that still shows this process's command line (forked, or spawned and
 #: not yet exec'd on a loaded machine): up to 40 x 0.05 s.
 EXEC_POLLS, EXEC_POLL_S = 40, 0.05
-LEDGER_WORKERS, LEDGER_UPDATES, LEDGER_S = 3, 400, 30.0
+#: Graded ledger: 3 workers x 3,000 updates, enough to fill a queue's pipe (about 64 KB) with
+#: the updates of a single-writer design, so that joining the workers before reading them
+#: hangs. LEDGER_S bounds the whole call; the workers are held before their last update until
+#: the answer is seen waiting for them without a time limit (or with one of LEDGER_HOLD_S or
+#: more), or for LEDGER_HOLD_S at most (a timeout shorter than that stops unfinished workers
+#: every run); once every worker made all its updates the answer has LEDGER_STALL_S to return
+#: (a worker's exit takes milliseconds). The state is looked at every LEDGER_POLL_S.
+LEDGER_WORKERS, LEDGER_UPDATES, LEDGER_S = 3, 3000, 30.0
+LEDGER_HOLD_S, LEDGER_STALL_S, LEDGER_POLL_S = 10.0, 3.0, 0.01
+#: Updates per worker in the notebook's race demonstration (not graded).
+RACE_UPDATES = 400
 #: ``choose``'s rule: processes must fit the memory budget and serve at least this much more.
 MARGIN = 1.2
+#: Exercise 1's bookkeeping under the controlled scheduler (processes stubbed, see
+#: ``bookkeeping``): two clients, every schedule with at most one preemption, then seeded
+#: samples; a wall-clock budget far above a correct pool's run.
+BOOKKEEPING_CLIENTS, BOOKKEEPING_SEED = 2, 8
+BOOKKEEPING_SCHEDULES, BOOKKEEPING_SAMPLES, BOOKKEEPING_TIMEOUT_S = 3000, 20, 60.0
+#: How long the stubbed pool may take to be made, asked twice and closed on one thread.
+BOOKKEEPING_PROBE_S = 5.0

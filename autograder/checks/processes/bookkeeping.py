@@ -1,0 +1,657 @@
+"""Exercise 1's bookkeeping explored: ``predict()`` from two threads, the processes stubbed.
+
+A pool's parent side pairs each answer with its request: request ids handed out, callers
+registered, answers collected and delivered. Real worker processes answer milliseconds after a
+request, and real threads switch every few milliseconds, so a check-then-act in that
+bookkeeping (an id read then written back, a caller registered after its request went out, an
+answer parked because its caller was not registered yet) almost never breaks under real load.
+Here it runs under the controlled scheduler (:func:`autograder.harness.explore`): every
+schedule with at most one preemption, then seeded samples, with the process side replaced by
+stubs in this process:
+
+- while :func:`explore_pool` runs, the names of ``multiprocessing`` the pool's code reads (the
+  module, ``get_context``, a context, its ``Process`` or ``Queue``, in the globals of the
+  pool's code or on its classes) stand for :class:`StubContext` and its stubs; they are put
+  back when it returns;
+- a :class:`StubQueue` is an in-process ``queue.Queue`` with the API of a ``multiprocessing``
+  queue, and a :class:`StubProcess` serves its requests queue in one of two ways, each explored
+  in turn: *eager*, each request is answered the moment it is put (an answer that comes back
+  before its caller is registered), or *gathering*, a thread of this process takes requests
+  until no other thread can move and answers them last first, as the grader's real workers do
+  (an answer that comes back only after other callers have run);
+- the shared-memory block is real, and tiny.
+
+A pool that uses what the stubs do not model (a ``Manager``, a ``multiprocessing.Pool``, pipes,
+a process's sentinel, a worker target other than the one it was given) is not explored: it was
+graded on real processes only. So is one that does not work once, on one thread, on the stubs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import itertools
+import multiprocessing
+import multiprocessing.context
+import multiprocessing.process
+import os
+import queue
+import sysconfig
+import threading
+import types
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from autograder.checks.kit import bounded
+from autograder.checks.plain import NotPlainData, plain_array
+from autograder.checks.processes.resources import clean_up, snapshot
+from autograder.checks.processes.settings import (
+    BOOKKEEPING_CLIENTS,
+    BOOKKEEPING_PROBE_S,
+    BOOKKEEPING_SAMPLES,
+    BOOKKEEPING_SCHEDULES,
+    BOOKKEEPING_SEED,
+    BOOKKEEPING_TIMEOUT_S,
+)
+from autograder.harness import Result, explore
+
+
+class Unsupported(Exception):
+    """The pool uses something the stubs do not model; it is not explored."""
+
+
+class _Over(SystemExit):
+    """Ends a thread still waiting on a stub queue once its schedule is over (silently: the
+    threading module does not report a SystemExit)."""
+
+
+#: The tiny weights the explored pools are made with (a 4-row table, a 2 x 4 head).
+_WEIGHTS = (np.arange(8, dtype=np.float32).reshape(4, 2), np.ones((2, 4), np.float32),
+            np.zeros(4, np.float32))
+#: The fake pids of stub processes: above Linux's largest pid, so that no signal sent to one
+#: reaches a real process.
+_PIDS = itertools.count(2**30)
+#: Requests a gathering stub worker takes before it answers, and how long it waits for the
+#: next one (under the scheduler a timed wait ends only when no other thread can move).
+_GROUP, _HOLD_S = 4, 0.001
+
+
+def stub_output(tokens: Any) -> tuple[float, ...]:
+    """What a stub worker answers for ``tokens``: four numbers only these tokens get."""
+    first = int(np.asarray(tokens).reshape(-1)[0])
+    return (float(first), first + 0.5, -float(first), 2.0 * first)
+
+
+def stub_target(source: Any, shapes: Any, requests: Any, answers: Any) -> None:
+    """The worker target the explored pools are given; a stub process never runs it."""
+    raise AssertionError("a stub worker target runs in no process")
+
+
+# --------------------------------------------------------------------------- stubs
+
+
+@dataclass
+class _Stubs:
+    """One stubbed world: how its workers answer, and the queues made in it."""
+
+    eager: bool
+    queues: list[StubQueue] = field(default_factory=list)
+
+    def end(self) -> None:
+        """Wake and end every thread waiting on these queues; forget them."""
+        for stub in self.queues:
+            stub.end()
+        self.queues.clear()
+
+
+class StubQueue(queue.Queue):
+    """A ``multiprocessing`` queue's API on an in-process ``queue.Queue`` (``put``, ``get``,
+    their ``_nowait`` forms, ``empty``, ``qsize``, ``close``...). Items are not copied."""
+
+    def __init__(self, maxsize: int = 0, *, stubs: _Stubs | None = None) -> None:
+        super().__init__(maxsize)
+        self._over = False
+        self._servers: list[StubProcess] = []
+        if stubs is not None:
+            stubs.queues.append(self)
+
+    @property
+    def put(self) -> Callable[..., None]:
+        """``put(obj, block=True, timeout=None)``. A partial, not a function: calling it is a
+        decision point at the caller's line, and then one step: an eager worker answers the
+        request (or ends on ``None``), or it waits in this queue."""
+        return functools.partial(StubQueue._deliver, self)
+
+    @property
+    def put_nowait(self) -> Callable[..., None]:
+        """``put_nowait(obj)``, as :attr:`put`."""
+        return functools.partial(StubQueue._deliver, self, block=False)
+
+    @property
+    def get(self) -> Callable[..., Any]:
+        """``get(block=True, timeout=None)``, a decision point at the caller's line as
+        :attr:`put`; then ``queue.Queue.get``, which the scheduler parks while it would block.
+        A timeout is cut to a millisecond: under the scheduler it runs out only when no other
+        thread can move, and waiting longer then changes nothing (a pool that polls its
+        answers queue would only make the search slow)."""
+        return functools.partial(_queue_get, self)
+
+    @property
+    def get_nowait(self) -> Callable[..., Any]:
+        """``get_nowait()``, as :attr:`get`."""
+        return functools.partial(_queue_get, self, False)
+
+    def _deliver(self, obj: Any, block: bool = True, timeout: float | None = None) -> None:
+        server = next((p for p in self._servers if p.is_alive()), None)
+        if server is None:
+            queue.Queue.put(self, obj, block, timeout)
+        else:
+            server._handle(obj)
+
+    def close(self) -> None:
+        """As ``multiprocessing.Queue.close``: nothing to release here."""
+
+    def join_thread(self) -> None:
+        """As ``multiprocessing.Queue.join_thread``: no feeder thread here."""
+
+    def cancel_join_thread(self) -> None:
+        """As ``multiprocessing.Queue.cancel_join_thread``."""
+
+    def end(self) -> None:
+        """The schedule is over: every thread still waiting in ``get`` wakes and ends."""
+        with self.mutex:
+            self._over = True
+            self.not_empty.notify_all()
+
+    def _qsize(self) -> int:
+        return max(len(self.queue), 1) if self._over else len(self.queue)
+
+    def _get(self) -> Any:
+        if self._over:
+            raise _Over
+        return self.queue.popleft()
+
+
+def _queue_get(stub: StubQueue, block: bool = True, timeout: float | None = None) -> Any:
+    return queue.Queue.get(stub, block, _cut(timeout))  # the pool waits for an item here
+
+
+def _cut(timeout: float | None) -> float | None:
+    return None if timeout is None else min(timeout, _HOLD_S)
+
+
+class _Kill:
+    """Put on a gathering worker's requests queue by ``terminate()``: that worker ends."""
+
+    def __init__(self, process: StubProcess) -> None:
+        self.process = process
+
+
+class StubProcess:
+    """A worker process that is none: it serves its requests queue from this process, eagerly
+    (each request answered when it is put) or gathering (a thread takes requests until no other
+    thread can move, then answers them last first)."""
+
+    def __init__(self, group: Any = None, target: Any = None, name: str | None = None,
+                 args: Any = (), kwargs: Any = None, *, daemon: bool | None = None,
+                 stubs: _Stubs | None = None) -> None:
+        self._target = target
+        self._args = tuple(args)
+        self._kwargs = dict(kwargs or {})
+        self._eager = stubs is not None and stubs.eager
+        self.name = name or "StubProcess"
+        self.daemon = daemon
+        self.pid: int | None = None
+        self.exitcode: int | None = None
+        self._started = False
+        self._exited = threading.Event()
+
+    def start(self) -> None:
+        if self._started:
+            raise AssertionError("cannot start a process twice")
+        if self._target is not stub_target or self._kwargs or len(self._args) != 4:
+            raise Unsupported("a worker started with another target or other arguments")
+        requests, answers = self._args[2], self._args[3]
+        if not isinstance(requests, StubQueue) or not isinstance(answers, StubQueue):
+            raise Unsupported("worker queues that are not multiprocessing queues")
+        self._started = True
+        self.pid = next(_PIDS)
+        if not self._eager:
+            threading.Thread(target=self._gather, args=(requests, answers), daemon=True).start()
+            return
+        requests._servers.append(self)
+        while self.is_alive():  # requests put before this worker started
+            try:
+                item = queue.Queue.get_nowait(requests)
+            except queue.Empty:
+                return
+            self._handle(item)
+
+    def _handle(self, item: Any) -> None:
+        """An eager worker takes ``item``: a request it answers, or ``None``, and it ends."""
+        if item is None:
+            self._stop(0)
+        elif not self._answer([item], self._args[3]):
+            self._stop(1)
+
+    def _gather(self, requests: StubQueue, answers: StubQueue) -> None:
+        try:
+            while True:
+                group = [queue.Queue.get(requests)]
+                while _is_request(group[-1]) and len(group) < _GROUP:
+                    try:
+                        group.append(queue.Queue.get(requests, True, _HOLD_S))
+                    except queue.Empty:
+                        break
+                last = group[-1]
+                if isinstance(last, _Kill) and last.process is not self:
+                    queue.Queue.put(requests, last)  # another worker's
+                if not self._answer([item for item in group if _is_request(item)], answers):
+                    self.exitcode = 1
+                    return
+                if not _is_request(last):
+                    self.exitcode = -15 if isinstance(last, _Kill) else 0
+                    return
+        finally:
+            self._exited.set()
+
+    @staticmethod
+    def _answer(group: list[Any], answers: StubQueue) -> bool:
+        """Answer ``group`` last first; False when a request is garbage (a worker dies)."""
+        for item in reversed(group):
+            try:
+                request_id, tokens = item
+                output = stub_output(tokens)
+            except Exception:  # noqa: BLE001 - a worker process given garbage dies
+                return False
+            queue.Queue.put(answers, (request_id, output))
+        return True
+
+    def _stop(self, code: int) -> None:
+        if not self._exited.is_set():
+            self.exitcode = code
+            self._exited.set()
+
+    @property
+    def join(self) -> Callable[..., None]:
+        """``join(timeout=None)``: a decision point at the caller's line (a partial), then it
+        waits for the worker's end (its timeout cut as :attr:`StubQueue.get`'s)."""
+        if not self._started:
+            raise AssertionError("can only join a started process")
+        return functools.partial(_join, self)
+
+    def is_alive(self) -> bool:
+        return self._started and not self._exited.is_set()
+
+    def terminate(self) -> None:
+        if not self.is_alive():
+            return
+        if self._eager:
+            self._stop(-15)
+        else:
+            queue.Queue.put(self._args[2], _Kill(self))
+
+    kill = terminate
+
+    def close(self) -> None:
+        """As ``Process.close``: nothing to release here."""
+
+    def run(self) -> None:
+        raise Unsupported("Process.run called in the pool's own process")
+
+    @property
+    def sentinel(self) -> int:
+        raise Unsupported("a process's sentinel")
+
+
+def _join(process: StubProcess, timeout: float | None = None) -> None:
+    process._exited.wait(_cut(timeout))  # the pool waits for a worker to end here
+
+
+def _is_request(item: Any) -> bool:
+    return item is not None and not isinstance(item, _Kill)
+
+
+def _refuse(what: str, *args: Any, **kwargs: Any) -> Any:
+    raise Unsupported(what)
+
+
+#: What a stub context refuses: the pool is then graded on real processes only.
+_UNSUPPORTED = frozenset({"Manager", "Pool", "Pipe", "Value", "Array", "RawValue", "RawArray",
+                          "set_start_method", "set_executable", "set_forkserver_preload",
+                          "active_children", "parent_process"})
+
+
+class StubContext:
+    """A ``multiprocessing`` context (and the module's own API) whose processes are stubs."""
+
+    def __init__(self, method: str | None, stubs: _Stubs) -> None:
+        self._method = method
+        self._stubs = stubs
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _UNSUPPORTED:
+            return functools.partial(_refuse, f"multiprocessing {name}")
+        raise AttributeError(name)
+
+    @property
+    def Process(self) -> Callable[..., StubProcess]:  # noqa: N802 - the multiprocessing name
+        return functools.partial(StubProcess, stubs=self._stubs)
+
+    def get_context(self, method: str | None = None) -> StubContext:
+        return StubContext(method, self._stubs)
+
+    def get_start_method(self, allow_none: bool = False) -> str | None:
+        return self._method or (None if allow_none else "fork")
+
+    def get_all_start_methods(self) -> list[str]:
+        return multiprocessing.get_all_start_methods()
+
+    def cpu_count(self) -> int:
+        return multiprocessing.cpu_count()
+
+    def current_process(self) -> Any:
+        return multiprocessing.current_process()
+
+    def Queue(self, maxsize: int = 0) -> StubQueue:  # noqa: N802
+        return StubQueue(maxsize, stubs=self._stubs)
+
+    def SimpleQueue(self) -> StubQueue:  # noqa: N802
+        return StubQueue(stubs=self._stubs)
+
+    def JoinableQueue(self, maxsize: int = 0) -> StubQueue:  # noqa: N802
+        return StubQueue(maxsize, stubs=self._stubs)
+
+    def Lock(self) -> Any:  # noqa: N802
+        return threading.Lock()
+
+    def RLock(self) -> Any:  # noqa: N802
+        return threading.RLock()
+
+    def Event(self) -> Any:  # noqa: N802
+        return threading.Event()
+
+    def Condition(self, lock: Any = None) -> Any:  # noqa: N802
+        return threading.Condition(lock)
+
+    def Semaphore(self, value: int = 1) -> Any:  # noqa: N802
+        return threading.Semaphore(value)
+
+    def BoundedSemaphore(self, value: int = 1) -> Any:  # noqa: N802
+        return threading.BoundedSemaphore(value)
+
+    def Barrier(self, parties: int, action: Any = None,  # noqa: N802
+                timeout: float | None = None) -> Any:
+        return threading.Barrier(parties, action, timeout)
+
+
+class StubModule(types.ModuleType):
+    """The ``multiprocessing`` module as the stubbed pool sees it: its default context's API,
+    the rest of the real module (``shared_memory``...) for anything else."""
+
+    def __init__(self, context: StubContext) -> None:
+        super().__init__("multiprocessing")
+        self.__dict__["_context"] = context
+
+    def __getattr__(self, name: str) -> Any:
+        context = self.__dict__["_context"]
+        if hasattr(StubContext, name) or name in _UNSUPPORTED:
+            return getattr(context, name)
+        return getattr(multiprocessing, name)
+
+
+# --------------------------------------------------------------------------- swapping names
+
+
+_PROCESS_CLASSES = tuple(
+    cls for cls in (multiprocessing.process.BaseProcess, multiprocessing.context.Process,
+                    *(getattr(multiprocessing.context, name, None)
+                      for name in ("ForkProcess", "SpawnProcess", "ForkServerProcess")))
+    if cls is not None)
+
+
+def _stand_in(value: Any, module: StubModule) -> Any:
+    """What stands for ``value`` in the stubbed pool's names, or None when it stays itself."""
+    context = module.__dict__["_context"]
+    if value is multiprocessing:
+        return module
+    if isinstance(value, multiprocessing.context.BaseContext):
+        method = getattr(value, "_name", None)
+        return context.get_context(method)
+    if (isinstance(value, types.MethodType)
+            and isinstance(value.__self__, multiprocessing.context.BaseContext)):
+        method = getattr(value.__self__, "_name", None)
+        stand_in = context.get_context(method)
+        return getattr(stand_in, value.__name__, None) or functools.partial(
+            _refuse, f"multiprocessing {value.__name__}")
+    if isinstance(value, type) and value in _PROCESS_CLASSES:
+        return context.Process
+    return None
+
+
+def _namespaces(pool_class: type) -> tuple[list[dict[str, Any]], list[type]]:
+    """The global namespaces of the pool's own code, and its own classes: those of its
+    classes (itself and its bases) with a method written outside the libraries."""
+    spaces: dict[int, dict[str, Any]] = {}
+    classes = []
+    for cls in pool_class.__mro__:
+        functions = [f for value in vars(cls).values() for f in _functions_in(value)
+                     if not _library_file(f.__code__.co_filename)]
+        if cls is object or not functions:
+            continue
+        classes.append(cls)
+        for function in functions:
+            spaces.setdefault(id(function.__globals__), function.__globals__)
+    return list(spaces.values()), classes
+
+
+def _functions_in(value: Any) -> Iterator[types.FunctionType]:
+    if isinstance(value, (staticmethod, classmethod)):
+        value = value.__func__
+    if isinstance(value, property):
+        yield from (f for f in (value.fget, value.fset, value.fdel)
+                    if isinstance(f, types.FunctionType))
+        return
+    if isinstance(value, types.FunctionType):
+        yield value
+
+
+_LIBRARY_ROOTS = tuple(sorted({os.path.join(os.path.realpath(p), "") for key, p in
+                               sysconfig.get_paths().items()
+                               if key in ("stdlib", "platstdlib", "purelib", "platlib")}
+                              | {os.path.join(os.path.dirname(os.path.dirname(
+                                  os.path.dirname(os.path.realpath(__file__)))), "")}))
+
+
+def _library_file(filename: str) -> bool:
+    """Code of the standard library, an installed package or the grader (not the pool's)."""
+    if filename.startswith("<"):
+        return filename.startswith("<frozen")
+    return os.path.realpath(filename).startswith(_LIBRARY_ROOTS) or "site-packages" in filename
+
+
+@contextlib.contextmanager
+def _stubbed(pool_class: type, stubs: _Stubs) -> Iterator[None]:
+    """While inside: the pool's code reads stubs for every ``multiprocessing`` name it uses."""
+    module = StubModule(StubContext(None, stubs))
+    swapped: list[tuple[Any, str, Any, Any]] = []
+    spaces, classes = _namespaces(pool_class)
+    try:
+        for space in spaces:
+            for name, value in list(space.items()):
+                stand_in = _stand_in(value, module)
+                if stand_in is not None:
+                    space[name] = stand_in
+                    swapped.append((space, name, value, stand_in))
+        for cls in classes:
+            for name, value in list(vars(cls).items()):
+                stand_in = _stand_in(value, module)
+                if stand_in is not None:
+                    setattr(cls, name, stand_in)
+                    swapped.append((cls, name, value, stand_in))
+        yield
+    finally:
+        for owner, name, value, stand_in in reversed(swapped):
+            if isinstance(owner, dict):
+                if owner.get(name) is stand_in:
+                    owner[name] = value
+            elif vars(owner).get(name) is stand_in:
+                setattr(owner, name, value)
+
+
+# --------------------------------------------------------------------------- the explored run
+
+
+@dataclass
+class _PoolRun:
+    """One schedule: the pool, the answers each client got, the stubbed world it ran in."""
+
+    pool_class: Any
+    stubs: _Stubs
+    pool: Any = None
+    ready: threading.Event = field(default_factory=threading.Event)
+    done: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(0))
+    got: dict[int, Any] = field(default_factory=dict)
+
+
+def _tokens(client: int) -> tuple[int, ...]:
+    return (client + 1, 0, client + 1)
+
+
+def _ask(run: _PoolRun, client: int) -> None:
+    run.got[client] = run.pool.predict(_tokens(client))
+
+
+def _first_client(run: _PoolRun) -> None:
+    """Makes the pool (one stub worker), asks, waits for the other clients, closes it."""
+    try:
+        run.pool = run.pool_class([w.copy() for w in _WEIGHTS], 1, stub_target)
+    finally:
+        run.ready.set()
+    _ask(run, 0)
+    for _ in range(BOOKKEEPING_CLIENTS - 1):
+        run.done.acquire()
+    run.pool.close()
+
+
+def _other_client(client: int) -> Callable[[_PoolRun], None]:
+    def other(run: _PoolRun) -> None:
+        run.ready.wait()
+        if run.pool is None:
+            return
+        try:
+            _ask(run, client)
+        finally:
+            run.done.release()
+
+    other.__name__ = other.__qualname__ = f"client_{client}"
+    return other
+
+
+_CLIENTS = [_first_client] + [_other_client(k) for k in range(1, BOOKKEEPING_CLIENTS)]
+_GLUE = (*_CLIENTS, _ask, _tokens, stub_output, _is_request, _refuse, _Kill.__init__,
+         _queue_get, _cut, _join,
+         _Stubs.end, StubModule.__getattr__,
+         *(vars(StubQueue)[name] for name in (
+             "__init__", "_deliver", "close", "join_thread", "cancel_join_thread", "_qsize",
+             "_get")),
+         *(vars(StubQueue)[name].fget for name in ("put", "put_nowait", "get", "get_nowait")),
+         vars(StubProcess)["join"].fget, vars(StubProcess)["_answer"].__func__,
+         vars(StubContext)["Process"].fget,
+         *(f for cls in (StubProcess, StubContext) for f in vars(cls).values()
+           if isinstance(f, types.FunctionType)))
+"""The check's own code and the stubs' (no decision points): the search spends its bound on the
+pool's code. A stub queue's ``put`` and ``get`` and a stub process's ``join`` are partials, not
+functions, when the pool calls them: each call is a decision point at the pool's own line."""
+
+
+def _check(run: _PoolRun) -> None:
+    try:
+        for client in range(BOOKKEEPING_CLIENTS):
+            want = stub_output(_tokens(client))
+            if client not in run.got:
+                raise AssertionError(f"predict() in client {client} never returned")
+            try:
+                got = plain_array(run.got[client], "predict()")
+            except NotPlainData as error:
+                raise AssertionError(str(error)) from None
+            if got.shape != (len(want),) or not np.allclose(got, want):
+                owner = next((k for k in range(BOOKKEEPING_CLIENTS)
+                              if got.shape == (len(want),)
+                              and np.allclose(got, stub_output(_tokens(k)))), None)
+                whose = (f"the answer to client {owner}'s request" if owner is not None
+                         else "no request's answer")
+                raise AssertionError(
+                    f"predict({_tokens(client)}) in client {client} returned "
+                    f"{tuple(got.tolist())}, {whose}; expected {want}")
+    finally:
+        run.stubs.end()
+
+
+def explore_pool(pool_class: Callable[..., Any], *, seed: int = BOOKKEEPING_SEED,
+                 max_schedules: int = BOOKKEEPING_SCHEDULES) -> Result | None:
+    """Explore the pool's bookkeeping: two threads call ``predict`` at once.
+
+    The first client makes the pool (with one stub worker) and closes it once both clients'
+    ``predict`` returned. The check: each client got the answer to its own request. Both ways
+    of answering are explored, eager then gathering (see the module's docstring).
+
+    Returns:
+        The first failing :class:`~autograder.harness.Result`, else the gathering one's; None
+        when the pool uses something the stubs do not model, or does not work on them once on
+        one thread (then it is not explored: the real processes graded it).
+    """
+    before = snapshot()
+    result = None
+    try:
+        for eager in (True, False):
+            stubs = _Stubs(eager)
+            with _stubbed(pool_class, stubs):
+                if not _works_once(pool_class, stubs):
+                    return None
+                result = explore(lambda stubs=stubs: _PoolRun(pool_class, stubs),
+                                 _CLIENTS, _check, seed=seed, max_schedules=max_schedules,
+                                 samples=BOOKKEEPING_SAMPLES, timeout_s=BOOKKEEPING_TIMEOUT_S,
+                                 glue=_GLUE + _setup_and_teardown(pool_class))
+            stubs.end()
+            if result.verdict != "pass":
+                return result
+        return result
+    finally:
+        clean_up(before.since())
+
+
+def _setup_and_teardown(pool_class: Any) -> tuple[Callable[..., Any], ...]:
+    """The pool's ``__init__`` and ``close``: run without decision points of their own (what
+    they call keeps its own), so the search spends its bound on ``predict`` and the threads
+    that answer it."""
+    found = []
+    for name in ("__init__", "close"):
+        function = getattr(pool_class, name, None)
+        if isinstance(function, types.FunctionType) and \
+                not _library_file(function.__code__.co_filename):
+            found.append(function)
+    return tuple(found)
+
+
+def _works_once(pool_class: Callable[..., Any], stubs: _Stubs) -> bool:
+    """Make a stubbed pool, ask it twice and close it, on one thread: did it all work?"""
+    def once() -> bool:
+        pool = pool_class([w.copy() for w in _WEIGHTS], 2, stub_target)
+        try:
+            answers = [pool.predict(_tokens(k)) for k in range(2)]
+        finally:
+            pool.close()
+        return all(np.allclose(np.asarray(a, dtype=np.float64), stub_output(_tokens(k)))
+                   for k, a in enumerate(answers))
+
+    try:
+        return bool(bounded("SharedWeightsPool", "a pool on stub workers", once,
+                            BOOKKEEPING_PROBE_S))
+    except (AssertionError, Unsupported):
+        return False
+    finally:
+        stubs.end()
