@@ -85,7 +85,8 @@ def _describe(exc: BaseException, cell_names: dict, _type=type, _str=str,
 def make_signature_reader():
     """``signature(exc)``: the failure signature a check's AssertionError carries
     (:data:`SIGNATURE_ATTRIBUTE`), copied as plain data (exact str, int, float, bool, None,
-    and lists and str-keyed dicts of them, bounded in depth and size), or None when it is
+    and lists and str-keyed dicts of them, bounded in depth, size and 2,000 values in all,
+    however often a list is shared), or None when it is
     missing or anything else. Read from the exception's own ``__dict__`` through the built-in
     descriptor, so no code of the exception's class runs. Information for the host's class
     report only: never read for a score. Built with every reference it uses in its closure."""
@@ -94,7 +95,10 @@ def make_signature_reader():
     instance_dict = BaseException.__dict__["__dict__"].__get__
     not_plain, attribute = ValueError, SIGNATURE_ATTRIBUTE
 
-    def copy(value, depth):
+    def copy(value, depth, budget):
+        budget[0] -= 1
+        if budget[0] < 0:  # shared sublists must not multiply the work
+            raise not_plain
         kind = _type(value)
         if kind is _str:
             return _str.__getitem__(value, _slice(0, 2000))
@@ -102,13 +106,13 @@ def make_signature_reader():
             if kind is scalar:
                 return value
         if depth < 6 and kind is _list and _len(value) <= 400:
-            return [copy(v, depth + 1) for v in _list.__iter__(value)]
+            return [copy(v, depth + 1, budget) for v in _list.__iter__(value)]
         if depth < 6 and kind is _dict and _len(value) <= 40:
             copied = {}
             for key, item in _dict.items(value):
                 if _type(key) is not _str:
                     raise not_plain
-                copied[key] = copy(item, depth + 1)
+                copied[key] = copy(item, depth + 1, budget)
             return copied
         raise not_plain
 
@@ -120,7 +124,7 @@ def make_signature_reader():
             found = _dict.get(names, attribute)
             if _type(found) is not _dict:
                 return None
-            return copy(found, 0)
+            return copy(found, 0, [2000])
         except BaseException:  # noqa: BLE001 - information only: anything odd is left out
             return None
 
@@ -187,6 +191,7 @@ def main() -> None:  # noqa: PLR0915 - one straight sequence, kept together on p
     seal.seal_library_names(protected)
     harness_attempts = tamper.refused_attempts()
     integrity = seal.integrity_check(protected)
+    builtins_written = audit.watch_builtins()
     sys.addaudithook(audit_hook)
     unsealed = seal.unsealed_grader_modules()
     if unsealed:  # fail closed: a grader that cannot seal itself grades nothing
@@ -199,7 +204,8 @@ def main() -> None:  # noqa: PLR0915 - one straight sequence, kept together on p
     notebook.__dict__["get_ipython"] = lambda: shell
     sys.modules["__main__"] = notebook
     namespace = notebook.__dict__
-    integrity = _with_rebound_names(integrity, seal.grader_names(preload), namespace)
+    integrity = _with_rebound_names(integrity, seal.grader_names(preload), namespace,
+                                    builtins_written)
     try:
         _run(cells, compiled, namespace, preload, integrity, attempts, figures, cell_names, send,
              harness_attempts)
@@ -213,16 +219,17 @@ def main() -> None:  # noqa: PLR0915 - one straight sequence, kept together on p
     os._exit(0)
 
 
-def _with_rebound_names(integrity, names: dict, namespace: dict):
+def _with_rebound_names(integrity, names: dict, namespace: dict, builtins_written):
     """``integrity`` that also names each of the grader's names (``mutex``, ``explore``...)
-    that the notebook bound to something else: the tests call the grader's own, so it gains
-    nothing, and no honest answer does it."""
+    that the notebook bound to something else (the tests call the grader's own, so it gains
+    nothing, and no honest answer does it), and every builtin written since it last asked
+    (:func:`~autograder.pipeline.audit.watch_builtins`: one swapped and put back mid-check)."""
 
     missing = object()
 
     def checked(_integrity=integrity, _names=names, _namespace=namespace, _get=dict.get,
-                _items=dict.items, _missing=missing) -> list[str]:
-        found = _integrity()
+                _items=dict.items, _missing=missing, _written=builtins_written) -> list[str]:
+        found = _integrity() + _written()
         for name, value in _items(_names):
             now = _get(_namespace, name, _missing)
             if now is not _missing and now is not value:

@@ -29,7 +29,7 @@ from autograder.pipeline.spec import JobResult, Status
 
 #: Kinds a signature from the runner may name (anything else is read as "wrong result").
 RACE_KINDS = ("lost update", "check-then-act", "torn or stale read", "deadlock", "timeout",
-              "wrong result")
+              "race (real threads)", "wrong result")
 #: Statuses whose notebooks need a human look before their scores are trusted.
 HUMAN_STATUSES = (Status.GRADER_ERROR.value, Status.TAMPERED.value, Status.KERNEL_DIED.value,
                   Status.TIMEOUT.value, Status.MISSING_CELLS.value, Status.INVALID_NOTEBOOK.value,
@@ -72,12 +72,13 @@ def failure_signatures(result: JobResult, plan: Plan | None = None, run: Run | N
             visible = _visible_passed(event)
         signature = _from_runner(error, plan) if error else None
         if gid in answer_errors:
-            kind, text = answer_errors[gid]
-            signature = None
+            kind, text, answer = answer_errors[gid]
+            signature, check = None, f"answer cell {answer}"
         elif str(reason).startswith("tampered"):
             kind, text = "tampered", ""
         elif signature is not None:
-            kind, text = signature["kind"], ""
+            kind = signature["kind"]
+            text = "" if signature["steps"] else str(error.get("evalue", ""))
         elif plan is None or run is None:
             graded = result.status == Status.GRADED.value
             kind, text = ("no signature recorded" if graded else result.status), reason
@@ -122,10 +123,12 @@ def signature_hash(record: dict) -> str:
 
 
 def normalise(text: str) -> str:
-    """A message's first informative line without what varies between runs or students:
-    addresses, runner cell names, numbers (``#``), spacing; at most 200 characters."""
-    lines = [line for line in scrub(str(text)).splitlines() if line.strip()]
-    first = lines[0] if lines else ""
+    """A message's informative line (what the check saw, else the first line) without what
+    varies between runs or students: addresses, runner cell names, numbers (``#``), spacing;
+    at most 200 characters."""
+    lines = [line.strip() for line in scrub(str(text)).splitlines() if line.strip()]
+    saw = [line for line in lines if line.startswith("What the check saw:")]
+    first = saw[0] if saw else lines[0] if lines else ""
     first = re.sub(r"(?<![#\d])\d+(\.\d+)?", "#", first)
     return re.sub(r"\s+", " ", first).strip()[:200]
 
@@ -140,11 +143,12 @@ def describe_steps(steps: list) -> str:
 
 
 def _answer_errors(plan: Plan | None, run: Run | None,
-                   structure: Structure | None) -> dict[str, tuple[str, str]]:
-    """Test grade_id -> (kind, message) for the tests of each answer cell that raised."""
+                   structure: Structure | None) -> dict[str, tuple[str, str, str]]:
+    """Test grade_id -> (kind, message, answer grade_id) for the tests of each answer cell
+    that raised."""
     if plan is None or run is None or structure is None:
         return {}
-    found: dict[str, tuple[str, str]] = {}
+    found: dict[str, tuple[str, str, str]] = {}
     for index, cell in enumerate(plan.cells):
         error = (run.ended.get(index) or {}).get("error")
         if cell["kind"] != "answer" or not isinstance(error, dict):
@@ -153,7 +157,7 @@ def _answer_errors(plan: Plan | None, run: Run | None,
         kind = _ANSWER_ERRORS.get(ename, f"exception: {ename}")
         for test in structure.answers.get(cell["grade_id"], []):
             found.setdefault(test, (kind, "" if ename in _ANSWER_ERRORS else
-                                    str(error.get("evalue", ""))))
+                                    str(error.get("evalue", "")), cell["grade_id"]))
     return found
 
 

@@ -66,8 +66,11 @@ def test_the_runner_copies_a_signature_only_as_plain_data():
     class Sneaky(str):
         pass
 
+    shared = [0] * 400
+    for _ in range(4):
+        shared = [shared] * 400  # 400**5 values if copied naively: refused at 2,000
     for forged in ({"kind": Sneaky("lost update")}, {"steps": (1, 2)}, {1: "key"},
-                   {"deep": [[[[[[[["too deep"]]]]]]]]}, "not a dict"):
+                   {"deep": [[[[[[[["too deep"]]]]]]]]}, "not a dict", {"wide": shared}):
         error.racelab_signature = forged
         assert read(error) is None, forged
 

@@ -33,6 +33,8 @@ _LOCKING = frozenset({"acquire", "release", "wait"})
 #: Steps kept when no conflict can be cut out (a sequence, capped so it stays small).
 _MAX_STEPS = 24
 _ITEM = re.compile(r"^\[(.*)\]$")
+#: What a real-thread run says raised: ``worker 2 raised TypeError: ...``.
+_RAISED = re.compile(r"\braised ([A-Za-z_][A-Za-z0-9_.]*)")
 
 
 def signature_of(result: Any) -> dict:
@@ -41,8 +43,8 @@ def signature_of(result: Any) -> dict:
     Returns:
         ``{"verdict", "kind", "steps", "names", "at", "schedule"}``: ``kind`` one of ``lost
         update``, ``check-then-act``, ``torn or stale read``, ``deadlock``, ``timeout``,
-        ``exception: TypeName``, ``wrong result`` (a real-thread run, or a run with no
-        steps to compare); ``steps`` the conflict, each ``[thread, op, place, locked]`` with
+        ``exception: TypeName``, ``race (real threads)`` (a ``stress`` run: no steps to
+        compare); ``steps`` the conflict, each ``[thread, op, place, locked]`` with
         places as letters; ``names`` each step's own name as the answer spells it; ``at``
         each step's ``[file, line]``; ``schedule`` the replay token (a str) or None.
     """
@@ -57,8 +59,11 @@ def signature_of(result: Any) -> dict:
         kind, chosen = "timeout", []
     elif verdict == "error" and raised:
         kind, chosen = f"exception: {raised[-1]}", _last_steps(events, trace)
+    elif verdict == "error":
+        found = _RAISED.search(str(getattr(result, "message", "")))
+        kind, chosen = f"exception: {found.group(1) if found else 'unknown'}", []
     elif not trace:
-        kind, chosen = "wrong result", []
+        kind, chosen = "race (real threads)", []
     else:
         kind, chosen = _conflict(events)
     steps, names, at = _normalised(chosen[-_MAX_STEPS:])
