@@ -15,10 +15,12 @@ machine):
   time.
 - ``SharedLearner``: ``stress``, 4 trials of 4 actors pushing 25 grid gradients each, all
   running before the first push. The weights are exact in every order of the same updates,
-  so only lost or repeated ones show; ``optimizer.iterations`` must equal the pushes.
-  Unlocked ``apply_gradients`` lost iterations in 29 of 30 single trials of 4 x 20 pushes
-  (a lock made per call 29 of 30 too), so a run of 4 trials of 4 x 25 misses with
-  probability below (1/30)^4 = 1e-6. ``assign_sub`` answers fail on one thread already
+  so only lost or repeated ones show; ``optimizer.iterations`` must equal the pushes, and no
+  two ``apply`` calls of the optimizer may run at the same time (the grader's optimizer notes
+  when each ran). Counting lost iterations alone missed unlocked ``apply_gradients`` in 1 of
+  30 single trials, and one full grading run of 20 passed it; with the overlap, unlocked
+  ``apply_gradients`` and a lock made per call failed 60 of 60 single trials (51 by lost
+  counts, 9 by overlap alone). ``assign_sub`` answers fail on one thread already
   (``iterations`` stays 0); an answer that sums the gradients fails there too.
 - ``StepBudget``: ``explore``, 2 actors sharing ``StepBudget(3)``: every schedule with at most
   two departures from round-robin order, then 40 samples. Each wrong answer fails within 11

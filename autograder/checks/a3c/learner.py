@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,6 +46,11 @@ VARIABLE_NAMES = ("trunk kernel", "trunk bias", "policy kernel", "policy bias", 
 class LearnerPool:
     """The grader's network and SGD optimizer, built and warm, reset for every trial.
 
+    The optimizer's ``apply`` (which ``apply_gradients`` calls) notes which thread ran each
+    call and when (:attr:`calls`), without serialising anything: two calls that overlap in
+    time are two updates of ``iterations`` that can lose one another's count, whether or not
+    this run happened to lose one.
+
     Built once per process (:func:`learner_pool`): the tests' repeated runs do not pay for
     building it again.
     """
@@ -59,12 +65,40 @@ class LearnerPool:
                  for v in self.model.trainable_variables]
         self.optimizer.apply_gradients(zip(zeros, self.model.trainable_variables, strict=True))
         self.model.predict_on_batch(np.zeros((1, self.model.input_shape[1]), "float32"))
+        self.calls: list[tuple[int, float, float]] = []
+        original, calls, clock, ident = (self.optimizer.apply, self.calls, time.perf_counter,
+                                         threading.get_ident)
+
+        def apply(grads: Any, trainable_variables: Any = None) -> Any:
+            start = clock()
+            try:
+                return original(grads, trainable_variables)
+            finally:
+                calls.append((ident(), start, clock()))
+
+        self.optimizer.apply = apply
 
     def fresh(self, weights: list[np.ndarray]) -> tuple[Any, Any]:
-        """The network at ``weights``, the optimizer at 0 iterations."""
+        """The network at ``weights``, the optimizer at 0 iterations, no call noted."""
         self.model.set_weights(weights)
         self.optimizer.iterations.assign(0)
+        self.calls.clear()
         return self.model, self.optimizer
+
+
+def _overlapping(calls: list[tuple[int, float, float]]) -> tuple[float, int] | None:
+    """(milliseconds, how many pairs) of ``apply`` calls on different threads that ran at the
+    same time, the longest overlap first; None when none did."""
+    ordered = sorted(calls, key=lambda call: call[1])
+    longest, pairs = 0.0, 0
+    for index, (thread, _, end) in enumerate(ordered):
+        for other, other_start, other_end in ordered[index + 1:]:
+            if other_start >= end:
+                break
+            if other != thread:
+                pairs += 1
+                longest = max(longest, min(end, other_end) - other_start)
+    return (1e3 * longest, pairs) if pairs else None
 
 
 _POOLS = memo("the SharedLearner check's network")
@@ -85,6 +119,7 @@ class LearnerTrial:
     gradients: list[list[list[np.ndarray]]]
     before: set[int] = field(default_factory=set)
     ready: Any = None
+    calls: list[tuple[int, float, float]] = field(default_factory=list)
 
 
 def _lost_iterations_message(iterations: int, pushes: int) -> str:
@@ -99,6 +134,7 @@ def _lost_iterations_message(iterations: int, pushes: int) -> str:
 
 
 def _check(trial: LearnerTrial) -> None:
+    overlap = _overlapping(list(trial.calls))
     close = getattr(trial.learner, "close", None)
     if not callable(close):
         raise AssertionError("the SharedLearner has no close() method")
@@ -130,6 +166,13 @@ def _check(trial: LearnerTrial) -> None:
             "gives exactly the same weights, so only a lost or repeated update shows")
     if iterations != len(pushed):
         problems.append(_lost_iterations_message(iterations, len(pushed)))
+    elif overlap is not None:
+        problems.append(
+            f"expected one apply_gradients at a time, but {overlap[1]} pair(s) of "
+            f"apply_gradients calls from different threads ran at the same time (the longest "
+            f"for {overlap[0]:.2f} ms). optimizer.iterations came out right in this run by "
+            "luck: each apply counts with iterations.assign_add(1), a read and a separate "
+            "write on a keras.Variable, and two at once can lose a count")
     if left:
         problems.append(f"close() returned, but {len(left)} thread(s) started by the "
                         f"SharedLearner ({', '.join(left[:3])}) were still running "
@@ -170,7 +213,7 @@ def run_learner(learner_class: Callable[[Any, Any], Any], *, trials: int = LEARN
         learner = learner_class(model, optimizer)
         return LearnerTrial(learner, model, optimizer, start,
                             [gradients[k * pushes:(k + 1) * pushes] for k in range(threads)],
-                            before, threading.Barrier(threads))
+                            before, threading.Barrier(threads), pool.calls)
 
     def actor(index: int) -> Callable[[LearnerTrial], None]:
         def run(trial: LearnerTrial) -> None:
