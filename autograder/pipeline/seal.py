@@ -27,7 +27,7 @@ import sys
 import types
 from collections.abc import Callable, Iterable
 
-from autograder.pipeline.audit import trusted_roots
+from autograder.pipeline.audit import imported_in_functions, trusted_roots
 from autograder.pipeline.kernel_guard import PROTECTED, TamperingError
 from autograder.pipeline.object_internals import dict_version, freeze_class
 
@@ -342,6 +342,9 @@ def _library_names(grader: Iterable[str], depth: int = 3) -> dict[str, set[str]]
             stack.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
         libraries.extend(v for v in vars(module).values()
                          if type(v) is types.ModuleType and not v.__name__.startswith("autograder"))
+    # Libraries a check imports inside a function body (``import tensorflow as tf`` there).
+    libraries.extend(imported_in_functions(
+        [sys.modules[name] for name in grader if isinstance(sys.modules[name], types.ModuleType)]))
     found: dict[str, set[str]] = {}
     for _ in range(depth):
         following: list[types.ModuleType] = []
