@@ -390,12 +390,29 @@ def describe(obj: object) -> str:
     return repr(target)[:120]
 
 
-def record_attempt(what: str) -> None:
-    """Remember a refused attempt on the grader (``"overwriting autograder.harness.explore"``).
+def _attempt_log() -> tuple[Callable[[str], None], Callable[[int], list[str]]]:
+    """``record_attempt`` and ``attempts_since``, both :func:`opaque`, over a log of refused
+    attempts that only their closures hold: code under test can clear :data:`_attempts` (it is
+    a module global), never this log, so a refusal it caught and then tried to erase is still
+    reported."""
+    log: list[str] = []
 
-    Every later harness run fails while it is remembered; the grading runner also reports it
-    as tampering with the cell that made it."""
-    _attempts.append(what)
+    def record_attempt(what: str, _public: list[str] = _attempts, _log: list[str] = log) -> None:
+        """Remember a refused attempt on the grader (``"overwriting autograder.harness.explore"``).
+
+        Every later harness run fails while it is remembered; the grading runner also reports it
+        as tampering with the cell that made it (:func:`attempts_since`)."""
+        _public.append(what)
+        _log.append(what)
+
+    def attempts_since(count: int, _log: list[str] = log, _list: type = list) -> list[str]:
+        """A copy of the attempts recorded after the first ``count`` (the grading runner's)."""
+        return _list(_log[count:])
+
+    return opaque(record_attempt), opaque(attempts_since)
+
+
+record_attempt, attempts_since = _attempt_log()
 
 
 def _frames_for_the_harness() -> Callable[[], dict[int, types.FrameType]]:

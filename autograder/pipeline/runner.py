@@ -189,7 +189,7 @@ def main() -> None:  # noqa: PLR0915 - one straight sequence, kept together on p
     seal.seal_grader_modules()
     protected = seal.protected_modules()
     seal.seal_library_names(protected)
-    harness_attempts = tamper.refused_attempts()
+    harness_attempts = tamper.attempts_since
     integrity = seal.integrity_check(protected)
     builtins_written = audit.watch_builtins()
     sys.addaudithook(audit_hook)
@@ -250,7 +250,7 @@ def _run(cells, compiled, namespace, preload, integrity, attempts, figures, cell
     looks a global up once the first cell has run.
     """
     since_last_test: list[str] = []
-    reported = len(harness_attempts)
+    reported = len(harness_attempts(0))
     for index, cell in enumerate(cells):
         send({"t": "start", "cell": index})
         out, err = _capture(), _capture()
@@ -290,8 +290,9 @@ def _run(cells, compiled, namespace, preload, integrity, attempts, figures, cell
             event["error"], event["result"] = _execute(body, last, namespace, cell_names)
         _sys.stdout, _sys.stderr = _sys.__stdout__, _sys.__stderr__
         # A list shorter than before was cleared by the notebook: all it holds now is new.
-        attempts.extend(harness_attempts[reported if len(harness_attempts) >= reported else 0:])
-        reported = len(harness_attempts)
+        recorded = harness_attempts(reported)
+        attempts.extend(recorded)
+        reported += len(recorded)
         since_last_test.extend(attempts)
         event["tamper"] = _list(attempts)
         attempts.clear()

@@ -283,6 +283,12 @@ ATTACKS: dict[str, tuple[str, tuple[str, ...]]] = {
         "import threading\nclass Lock:\n    def __enter__(self): return self\n"
         "    def __exit__(self, *a): pass\n    def acquire(self, *a, **k): return True\n"
         "    def release(self): pass\nthreading.Lock = Lock", TAMPERED),
+    # A refusal caught, then its record erased from every list a notebook can reach: the
+    # runner reads its own copy of the log (tamper.attempts_since), so it is still reported.
+    "erase_the_record_of_a_caught_refusal": (
+        "import threading\nfrom autograder.harness import tamper\n"
+        "try:\n    threading.Lock = type('Lock', (), {})\nexcept Exception:\n    pass\n"
+        "tamper.refused_attempts().clear()\nvars(tamper)['_attempts'].clear()", TAMPERED),
     "background_thread_rebinds_later": (
         "import threading, time\n"
         "def later():\n    time.sleep(0.5)\n"
