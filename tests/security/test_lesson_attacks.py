@@ -18,6 +18,8 @@ pytestmark = pytest.mark.timeout(3600)
 LIMITS = Limits(cell_timeout_s=120, memory_mb=3000, job_timeout_s=600)
 COURSE_LESSONS = sorted(p.stem for p in (REPO / "solutions").glob("[0-9][0-9]_*.py"))
 TECHNIQUE_NAMES = [*TECHNIQUES, *WRAPPING]
+#: The matrix as measured (lessons x techniques: status and score), for the closing note.
+MATRIX = REPO / "build" / "security" / "lesson_attacks.md"
 
 
 @pytest.fixture(scope="module")
@@ -28,10 +30,15 @@ def matrix(tmp_path_factory):
     rows = grade_submissions(root / "submitted", course, root / "out", workers=2,
                              limits=LIMITS, progress=False)
     by_key = {(r.student, r.assignment): r for r in rows}
+    table = ["| lesson | racy | " + " | ".join(TECHNIQUE_NAMES) + " |",
+             "|---" * (len(TECHNIQUE_NAMES) + 2) + "|"]
     for lesson in COURSE_LESSONS:
         cells = [f"{by_key[(t, lesson)].status} {by_key[(t, lesson)].score:g}"
                  for t in TECHNIQUE_NAMES]
-        print(lesson, "racy", by_key[("racy", lesson)].score, "|", " | ".join(cells))
+        table.append(f"| {lesson} | {by_key[('racy', lesson)].score:g} | "
+                     + " | ".join(cells) + " |")
+    MATRIX.parent.mkdir(parents=True, exist_ok=True)
+    MATRIX.write_text("\n".join(table) + "\n", encoding="utf-8")
     return {"rows": by_key, "course": course}
 
 
