@@ -390,7 +390,8 @@ def describe(obj: object) -> str:
     return repr(target)[:120]
 
 
-def _attempt_log() -> tuple[Callable[[str], None], Callable[[int], list[str]]]:
+def _attempt_log() -> tuple[Callable[[str], None], Callable[[str], None],
+                            Callable[[int], list[str]]]:
     """``record_attempt`` and ``attempts_since``, both :func:`opaque`, over a log of refused
     attempts that only their closures hold: code under test can clear :data:`_attempts` (it is
     a module global), never this log, so a refusal it caught and then tried to erase is still
@@ -405,14 +406,20 @@ def _attempt_log() -> tuple[Callable[[str], None], Callable[[int], list[str]]]:
         _public.append(what)
         _log.append(what)
 
+    def note_refusal(what: str, _log: list[str] = log) -> None:
+        """Remember an attempt that was refused before it changed anything (a lock or a clock
+        assigned to a guarded module): the grading runner reports it with the cell that made
+        it, and later harness runs go on, since nothing they rely on changed."""
+        _log.append(what)
+
     def attempts_since(count: int, _log: list[str] = log, _list: type = list) -> list[str]:
         """A copy of the attempts recorded after the first ``count`` (the grading runner's)."""
         return _list(_log[count:])
 
-    return opaque(record_attempt), opaque(attempts_since)
+    return opaque(record_attempt), opaque(note_refusal), opaque(attempts_since)
 
 
-record_attempt, attempts_since = _attempt_log()
+record_attempt, note_refusal, attempts_since = _attempt_log()
 
 
 def _frames_for_the_harness() -> Callable[[], dict[int, types.FrameType]]:

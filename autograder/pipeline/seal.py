@@ -369,7 +369,7 @@ def hide_signal_handlers() -> None:
     import _signal
     import signal
 
-    from autograder.harness.tamper import record_attempt
+    from autograder.harness.tamper import note_refusal as record_attempt
 
     def refuse(*_args: object, _record=record_attempt, **_kwargs: object) -> None:
         _record("installing a signal handler")
