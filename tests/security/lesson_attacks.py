@@ -8,6 +8,7 @@ answer cell. A new lesson adds its rows to the matrix without a line here.
 
 from __future__ import annotations
 
+import sysconfig
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,9 @@ from autograder.pipeline.course import Course
 from autograder.pipeline.demo import demo_answers
 
 NOOP = "lambda *args, **kwargs: None"
-FAKE_LIBRARY_FILE = "/tmp/work/site-packages/answer.py"
+#: A file name inside the real site-packages folder that no package installed: what a student
+#: would compile an answer under to make the race detector take it for library code.
+FAKE_LIBRARY_FILE = str(Path(sysconfig.get_paths()["purelib"]) / "racelab_answer" / "answer.py")
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,10 @@ TECHNIQUES: dict[str, Callable[[list[Target]], str]] = {
         "            import os as _os\n            _os._exit(0)\n"
         "        _frame = _frame.f_back"),
 }
+
+#: Techniques a lesson may shrug off without a trace: a library the lesson's checks never call
+#: is not guarded, so patching it changes nothing they conclude (the score must still not rise).
+HARMLESS_WHEN_UNUSED = frozenset({"one_shot_numpy"})
 
 #: Techniques that wrap every answer cell rather than adding to the first one.
 WRAPPING = {

@@ -2,7 +2,8 @@
 
 For each lesson (:mod:`tests.security.lesson_attacks` reads its hidden tests' calls) and each
 technique, the demo class's racy answers plus the attack must score no more than the racy
-answers alone, and the notebook must be ``tampered`` with a note naming the attempt.
+answers alone, and the notebook must be ``tampered`` with a note naming the attempt (a patch of
+a library the lesson's checks never call may instead change nothing at all).
 """
 
 import pytest
@@ -11,7 +12,13 @@ from autograder.pipeline.course import make_course
 from autograder.pipeline.grade import grade_submissions
 from autograder.pipeline.spec import Limits, Status
 from tests.conftest import REPO
-from tests.security.lesson_attacks import TECHNIQUES, WRAPPING, targets, write_attacks
+from tests.security.lesson_attacks import (
+    HARMLESS_WHEN_UNUSED,
+    TECHNIQUES,
+    WRAPPING,
+    targets,
+    write_attacks,
+)
 
 pytestmark = pytest.mark.timeout(3600)
 
@@ -57,6 +64,9 @@ def test_an_attack_gains_nothing_and_is_named(matrix, lesson, technique):
     assert racy.status == Status.GRADED
     assert attacked.score <= racy.score, (
         f"{technique} on {lesson}: {attacked.score} > racy {racy.score} ({attacked.detail})")
+    if technique in HARMLESS_WHEN_UNUSED and attacked.status == Status.GRADED:
+        assert attacked.score == racy.score, f"{technique} on {lesson}: {attacked.detail}"
+        return
     assert attacked.status == Status.TAMPERED, (
         f"{technique} on {lesson}: {attacked.status}, {attacked.detail}")
     assert attacked.notes, f"{technique} on {lesson}: no note names the attempt"
