@@ -117,8 +117,9 @@ def detail(result: JobResult) -> str:
     graded, a flag for the instructor)."""
     parts = [f"{gid}={score:g}/{pts:g}" for gid, (score, pts, _) in result.cells.items()]
     flagged = [note for note in result.notes if note.startswith("Flagged for the instructor")]
-    if result.status != Status.GRADED and result.notes:
-        parts.append("| " + result.notes[0])
+    findings = [note for note in result.notes if note not in flagged]
+    if result.status != Status.GRADED and findings:
+        parts.append("| " + findings[0])
     elif flagged:
         parts.append("| " + flagged[0])
     return " ".join(parts)

@@ -69,4 +69,5 @@ def test_an_attack_gains_nothing_and_is_named(matrix, lesson, technique):
         return
     assert attacked.status == Status.TAMPERED, (
         f"{technique} on {lesson}: {attacked.status}, {attacked.detail}")
-    assert attacked.notes, f"{technique} on {lesson}: no note names the attempt"
+    assert " | " in attacked.detail and "grader" in attacked.detail.partition(" | ")[2], (
+        f"{technique} on {lesson}: no note names the attempt ({attacked.detail})")
