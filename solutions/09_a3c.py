@@ -154,7 +154,7 @@ solo_env = Corridor()
 solo_states, solo_actions, solo_rewards, _, _ = rollout(solo_net, solo_env, solo_env.reset(),
                                                         np.random.default_rng(0))
 solo_grads = actor_critic_gradients(solo_net, solo_states, solo_actions, solo_rewards)
-solo_optimizer.apply_gradients(zip(solo_grads, solo_net.trainable_variables))
+solo_optimizer.apply_gradients(zip(solo_grads, solo_net.trainable_variables, strict=False))
 print("actions:", solo_actions.tolist(), "| rewards:", solo_rewards.tolist())
 print("gradient shapes:", [tuple(g.shape) for g in solo_grads],
       "| optimizer.iterations:", int(solo_optimizer.iterations.numpy()))
@@ -241,17 +241,17 @@ claim("Keras 3 has no _make_predict_function, and make_predict_function() alone 
 
 # %%
 def update_with_assign_sub(net, optimizer, grads):
-    for v, g in zip(net.trainable_variables, grads):
+    for v, g in zip(net.trainable_variables, grads, strict=False):
         v.assign_sub(a3c.LEARNING_RATE * g)  # v is a keras.Variable
 
 
 def update_with_tf_variable(net, optimizer, grads):
-    for v, g in zip(net.trainable_variables, grads):
+    for v, g in zip(net.trainable_variables, grads, strict=False):
         v.value.assign_sub(a3c.LEARNING_RATE * g)  # v.value is the tf.Variable inside it
 
 
 def update_with_apply_gradients(net, optimizer, grads):
-    optimizer.apply_gradients(zip(grads, net.trainable_variables))  # one shared SGD
+    optimizer.apply_gradients(zip(grads, net.trainable_variables, strict=False))  # one shared SGD
 
 
 # %% [markdown]
@@ -567,7 +567,7 @@ class SharedLearner:
         """Apply ``grads`` (``model.trainable_variables`` order); safe from many threads."""
         ### BEGIN SOLUTION
         with self._lock:
-            self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
+            self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables, strict=False))
         ### END SOLUTION
 
     def close(self):
@@ -598,7 +598,7 @@ shared = SharedLearner(net, optimizer)
 a3c.run_threads(lambda index: shared.push(grads[index]), 4)
 shared.close()
 assert int(optimizer.iterations.numpy()) == 4, "four pushes must be four apply_gradients calls"
-assert all(np.allclose(w, e) for w, e in zip(net.get_weights(), a3c.expected_after(start, grads))), \
+assert all(np.allclose(w, e) for w, e in zip(net.get_weights(), a3c.expected_after(start, grads), strict=False)), \
     "the weights must be w0 - lr * (sum of the pushed gradients)"
 a3c.check_learner(SharedLearner, trials=1)
 quick_test_passed()
@@ -727,7 +727,7 @@ class VersionedNetwork:
         """Apply one update; return the new version number."""
         ### BEGIN SOLUTION
         with self._lock:
-            self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
+            self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables, strict=False))
             self._version += 1
             return self._version
         ### END SOLUTION
@@ -792,7 +792,7 @@ class Hogwild:
 
     def push(self, grads, seen):
         self.stale.append(int(self.optimizer.iterations.numpy()) - seen)
-        self.optimizer.apply_gradients(zip(grads, self.net.trainable_variables))
+        self.optimizer.apply_gradients(zip(grads, self.net.trainable_variables, strict=False))
 
     def sync(self, actor):
         pass

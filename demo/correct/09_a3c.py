@@ -39,7 +39,7 @@ class SharedLearner:
             grads = self.inbox.get()
             if grads is None:
                 return
-            self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
+            self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables, strict=False))
 
     def push(self, grads):
         """Apply ``grads`` (``model.trainable_variables`` order); safe from many threads."""
@@ -86,7 +86,7 @@ class VersionedNetwork:
     def learn(self, grads):
         """Apply one update; return the new version number."""
         with self.learning:
-            self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
+            self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables, strict=False))
             version = self.published[0] + 1
             self.published = (version, self.model.get_weights())  # one reference, swapped
             return version

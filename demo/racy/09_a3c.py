@@ -24,7 +24,7 @@ class SharedLearner:
     def push(self, grads):
         """Apply ``grads`` (``model.trainable_variables`` order); safe from many threads."""
         # Hogwild: SGD's weight updates are atomic, so every actor applies its own.
-        self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
+        self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables, strict=False))
 
     def close(self):
         """Return once every pushed gradient is applied and no thread of yours runs."""
@@ -64,7 +64,7 @@ class VersionedNetwork:
     def learn(self, grads):
         """Apply one update; return the new version number."""
         with self.lock:
-            self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
+            self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables, strict=False))
             self.version += 1
             return self.version
 
