@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import json
-import re
 import symtable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ import nbformat
 from nbgrader.utils import is_grade, is_solution
 
 from autograder.pipeline import magics
+from autograder.pipeline.source import hidden_tests, without_hidden_tests
 from autograder.pipeline.spec import JobResult, Status, set_status
 from autograder.pipeline.untrusted import read_untrusted
 
@@ -263,8 +263,8 @@ def split_test(source: str) -> tuple[str, list[dict], list]:
     Raises:
         ValueError: a hidden test in any other form (the lesson source must be fixed).
     """
-    blocks = _HIDDEN.findall(source)
-    visible = _HIDDEN.sub("", source)
+    blocks = hidden_tests(source)
+    visible = without_hidden_tests(source)
     hidden: list[dict] = []
     expected: list = []
     for block in blocks:
@@ -278,9 +278,6 @@ def split_test(source: str) -> tuple[str, list[dict], list]:
             hidden.append(call)
             expected.append(want)
     return visible, hidden, expected
-
-
-_HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS\n?", re.DOTALL)
 
 
 def _argument(node: ast.expr) -> list:

@@ -22,7 +22,7 @@ MARKER_PAIRS = {
     "HIDDEN TESTS": ("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"),
 }
 _CELL_HEADER = re.compile(r"^# %%")
-_HIDDEN_TESTS = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS\n?", re.DOTALL)
+_HIDDEN_TESTS = re.compile(r"### BEGIN HIDDEN TESTS\n?(.*?)### END HIDDEN TESTS\n?", re.DOTALL)
 
 
 class SourceError(ValueError):
@@ -76,6 +76,11 @@ def read_lesson(lesson: Lesson) -> nbformat.NotebookNode:
     notebook.metadata["language_info"] = kernel_language_info()
     nbformat.validate(notebook)
     return notebook
+
+
+def hidden_tests(source: str) -> list[str]:
+    """The text inside each hidden-test block of a cell (or a whole lesson source)."""
+    return _HIDDEN_TESTS.findall(source)
 
 
 def without_hidden_tests(source: str, replacement: str = "") -> str:
