@@ -337,7 +337,8 @@ claim("explore found the race with every seed; the aligned stress test in no run
 #
 # It is graded by running it against hidden ledgers: several racy ones (each either loses
 # updates or lets `totals()` see a request counted in one number but not the other; each has
-# a TensorFlow call, which releases the GIL, inside its race window) and several correct ones
+# a TensorFlow call inside its race window, which releases the GIL, then yields the core with
+# `time.sleep(0)` as a ledger that writes a log line would) and several correct ones
 # (built with different primitives). Your test must fail every racy one and pass every correct
 # one, on every grading run, taking at most 20 s per ledger (aim for 1 s); a test that raises anything else
 # or hangs counts as failing that ledger. Think about:

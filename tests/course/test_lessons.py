@@ -28,6 +28,18 @@ def errors_in(notebook) -> list[str]:
     return found
 
 
+def printed_by_cells_whose_claim_failed(notebook) -> str:
+    """What each cell that printed "NOT shown by this run" printed, so a failed claim names
+    the numbers behind it."""
+    printed = []
+    for cell in notebook.cells:
+        text = "".join(output.get("text", "") for output in cell.get("outputs", [])
+                       if output.get("output_type") == "stream")
+        if "NOT shown by this run" in text:
+            printed.append(f"--- cell {cell.id}:\n{text}")
+    return "\n".join(printed)
+
+
 def read_claims(path) -> list[dict]:
     if not path.exists():
         return []
@@ -82,4 +94,5 @@ def test_solution_runs_top_to_bottom_and_its_claims_hold(lesson, tmp_path, monke
     assert errors_in(notebook) == []
     assert claims, f"{lesson.name} recorded no claim: each demonstration records what it shows"
     failed = [c["claim"] for c in claims if not c["held"]]
-    assert not failed, f"{lesson.name}: claims that did not hold in this run: {failed}"
+    assert not failed, (f"{lesson.name}: claims that did not hold in this run: {failed}\n"
+                        f"{printed_by_cells_whose_claim_failed(notebook)}")
