@@ -3,8 +3,8 @@
 Three demo students (``correct``, ``racy``, ``empty``) on lesson 00 (no TensorFlow) and lesson
 06 (TensorFlow's profiler; the cheapest TensorFlow lesson to grade) are graded locally on 2
 workers once per module. ``racelab grade --cluster`` on a real ``dask scheduler`` with two
-``dask worker`` processes, recording into a real PostgreSQL gradebook, must give the same rows,
-and the database the same scores as its ``grades.csv`` (engines: :mod:`tests.pipeline.engines`,
+``dask worker`` processes, recording into a real PostgreSQL gradebook, must give the same rows
+and the same race report (every failure signature and cluster), and the database the same scores as its ``grades.csv`` (engines: :mod:`tests.pipeline.engines`,
 started for each test and stopped by PID). One test kills the worker grading ``racy`` on lesson
 00 while its job runs: that notebook alone is ``worker-lost``, run once, and the same call again
 grades only it.
@@ -28,6 +28,7 @@ from autograder.pipeline.cluster import ClusterError, check_scheduler  # noqa: E
 from autograder.pipeline.course import make_course  # noqa: E402
 from autograder.pipeline.demo import make_submissions  # noqa: E402
 from autograder.pipeline.grade import grade_submissions  # noqa: E402
+from autograder.pipeline.report import compare, find_clusters, load_class  # noqa: E402
 from autograder.pipeline.spec import Limits  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
 from tests.pipeline.engines import (  # noqa: E402
@@ -71,7 +72,7 @@ def demo(tmp_path_factory):
     rows = grade_submissions(root / "submitted", course, root / "local", workers=2,
                              limits=LIMITS, progress=False)
     return {"root": root, "solutions": solutions, "course": course,
-            "submitted": root / "submitted",
+            "submitted": root / "submitted", "local_out": root / "local",
             "local": {(r.student, r.assignment): key(r) for r in rows}}
 
 
@@ -117,6 +118,9 @@ def test_cluster_grades_as_local_workers_do(demo, cluster, gradebook_url, tmp_pa
     assert graded == local
     assert gradebook_rows(gradebook_url) == {row[:4] for row in graded}
     assert sorted(attempts(cluster["client"]).values()) == [1] * len(local)
+    local_class, cluster_class = load_class(demo["local_out"]), load_class(out)
+    assert compare(local_class, cluster_class) == []
+    assert find_clusters(cluster_class) == find_clusters(local_class)
     for student in STUDENTS:
         for lesson in LESSONS:
             feedback = out / "feedback" / student / lesson / f"{lesson}.html"
