@@ -288,11 +288,12 @@ def render(entries: list[Entry], clusters: list[Cluster], *, out: Path,
              "<title>Race Lab class report</title>", f"<style>{_STYLE}</style></head><body>",
              "<h1>Race Lab class report</h1>",
              f"<p class='muted'>Graded class: <code>{_e(out)}</code>. "
-             f"{len({e.student for e in entries})} students, "
-             f"{len({e.lesson for e in entries})} lessons. A cluster is the students of one "
-             "exercise whose failing check has the same failure signature: the same kind of "
-             "failure and the same steps of their answers (attribute names as letters, lines "
-             "left out), so the same mistake written differently lands in one cluster.</p>"]
+             f"{_count(len({e.student for e in entries}), 'student')}, "
+             f"{_count(len({e.lesson for e in entries}), 'lesson')}. A cluster is the "
+             "students of one exercise whose failing check has the same failure signature: "
+             "the same kind of failure and the same steps of their answers (attribute names as "
+             "letters, lines left out), so the same mistake written differently lands in one "
+             "cluster.</p>"]
     if grades_csv is not None:
         parts.append(f"<p>Grades for an LMS gradebook (Canvas CSV, also read by Moodle's CSV "
                      f"import): <code>{_e(grades_csv)}</code></p>")
@@ -484,6 +485,10 @@ def _figure_tag(figure) -> str:
     figure.savefig(buffer, format="png", dpi=90)
     data = base64.b64encode(buffer.getvalue()).decode("ascii")
     return f"<p><img alt='scores and pass rates' src='data:image/png;base64,{data}'></p>"
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" + ("" if number == 1 else "s")
 
 
 def _percent(part: float, whole: float) -> str:

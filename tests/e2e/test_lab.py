@@ -47,6 +47,7 @@ from tests.e2e.lab import (
 
 LESSON = "01_warmup"
 RACY_EXERCISE = "ex_warmup_shared_predictor"
+RACY_TEST = "test_warmup_shared_predictor"
 #: The title of the exercise the racy answer breaks, as Validate names it.
 RACY_EXERCISE_TITLE = "Exercise 2: a shared predictor safe for concurrent first calls"
 STUDENT = "alice"
@@ -182,6 +183,7 @@ def _instructor_loop(browser, course: dict[str, Path], racy: dict[str, str],
     assert row["status"] == "graded", row
     score, max_score = float(row["score"]), float(row["max_score"])
     assert 0 < score < max_score, f"a racy answer to one exercise of {LESSON}: {row}"
+    _read_report_offline(browser, grades)
 
     instructor = start_lab(["instructor", "--home", str(tmp_path / "instructor"), "--root",
                             str(course["tmp"]), *where, *exchange],
@@ -204,6 +206,34 @@ def _instructor_loop(browser, course: dict[str, Path], racy: dict[str, str],
         instructor.stop()
     finish(run("release-feedback", LESSON, *where, *exchange))
     return score, max_score
+
+
+def _read_report_offline(browser, grades: Path) -> None:
+    """``racelab report`` on the graded class; its page opens offline, draws the lesson's
+    figure and shows the racy student's failure cluster without hidden test source."""
+    finish(run("report", str(grades)))
+    page = browser.new_page()
+    asked: list[str] = []
+
+    def refuse(route) -> None:
+        asked.append(route.request.url)
+        route.abort()
+
+    page.route(re.compile(r"^(?!file:|data:)"), refuse)
+    page.goto((grades / "report" / "report.html").as_uri(), timeout=60_000)
+    page.wait_for_load_state("load")
+    text = page.inner_text("body")
+    page.screenshot(path=str(SHOTS / "08-class-report.png"), full_page=False)
+    assert not asked, f"the report fetched {asked} (it must open offline)"
+    assert "Race Lab class report" in text and LESSON in text, text[:500]
+    cluster = page.locator(".cluster", has_text=f"Students: {STUDENT}")
+    assert cluster.count() >= 1, f"no failure cluster lists {STUDENT}:\n{text[:2000]}"
+    assert RACY_TEST in text, "the report does not name the failing exercise's test"
+    shown = page.evaluate("() => [...document.images].filter(i => i.naturalWidth > 0).length")
+    assert shown >= 1, "the report's figure did not render"
+    for hidden in ("BEGIN HIDDEN", "check_shared_predictor(SharedPredictor)"):
+        assert hidden not in text, f"the report shows {hidden!r}"
+    page.close()
 
 
 def _fetch_feedback(page, home: Path) -> Path:

@@ -4,7 +4,8 @@ Three demo students (``correct``, ``racy``, ``empty``) on lesson 00 (no TensorFl
 06 (TensorFlow's profiler; the cheapest TensorFlow lesson to grade) are graded locally on 2
 workers once per module. ``racelab grade --cluster`` on a real ``dask scheduler`` with two
 ``dask worker`` processes, recording into a real PostgreSQL gradebook, must give the same rows
-and the same race report (every failure signature and cluster), and the database the same scores as its ``grades.csv`` (engines: :mod:`tests.pipeline.engines`,
+and the same race report (every failure signature and cluster), and the database the same
+scores as its ``grades.csv`` (engines: :mod:`tests.pipeline.engines`,
 started for each test and stopped by PID). One test kills the worker grading ``racy`` on lesson
 00 while its job runs: that notebook alone is ``worker-lost``, run once, and the same call again
 grades only it.
