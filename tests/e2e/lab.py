@@ -254,6 +254,27 @@ def finish(process: subprocess.Popen, timeout: int = 300) -> str:
     return output
 
 
+def open_lab(page, server: LabServer, *, reset: bool = True) -> None:
+    """Open ``/lab`` with the token and wait for the file browser.
+
+    Args:
+        reset: Open ``/lab?reset`` (an empty layout) rather than the lab's own workspace.
+    """
+    query = "reset&" if reset else ""
+    page.goto(f"{server.url}/lab?{query}token={server.token}", timeout=90_000)
+    page.wait_for_selector(".jp-DirListing-item", timeout=90_000)
+
+
+def opens_unmodified(page, panel_id: str) -> None:
+    """Wait for the notebook's kernel to be idle; fail if the notebook is marked modified."""
+    page.locator(f'#{panel_id} .jp-Notebook-ExecutionIndicator[data-status="idle"]').wait_for(
+        timeout=90_000)
+    page.wait_for_timeout(1000)
+    tab = page.locator(f'.lm-TabBar-tab[data-id="{panel_id}"]')
+    assert "jp-mod-dirty" not in (tab.get_attribute("class") or ""), \
+        "the notebook is marked modified as soon as it opens"
+
+
 def active_panel_id(page) -> str:
     """The DOM id of the notebook panel in front, once its cells are there."""
     panel = page.locator(f"{PANEL}:not(.lm-mod-hidden)")

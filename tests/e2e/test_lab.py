@@ -37,6 +37,8 @@ from tests.e2e.lab import (
     finish,
     menu,
     one_lesson_solutions,
+    open_lab,
+    opens_unmodified,
     press_validate,
     run,
     show,
@@ -83,27 +85,6 @@ def course(tmp_path_factory) -> dict[str, Path]:
     finish(build)
     finish(release)
     return paths
-
-
-def open_lab(page, server: LabServer, *, reset: bool = True) -> None:
-    """Open ``/lab`` with the token and wait for the file browser.
-
-    Args:
-        reset: Open ``/lab?reset`` (an empty layout) rather than the lab's own workspace.
-    """
-    query = "reset&" if reset else ""
-    page.goto(f"{server.url}/lab?{query}token={server.token}", timeout=90_000)
-    page.wait_for_selector(".jp-DirListing-item", timeout=90_000)
-
-
-def opens_unmodified(page, panel_id: str) -> None:
-    """Wait for the notebook's kernel to be idle; fail if the notebook is marked modified."""
-    page.locator(f'#{panel_id} .jp-Notebook-ExecutionIndicator[data-status="idle"]').wait_for(
-        timeout=90_000)
-    page.wait_for_timeout(1000)
-    tab = page.locator(f'.lm-TabBar-tab[data-id="{panel_id}"]')
-    assert "jp-mod-dirty" not in (tab.get_attribute("class") or ""), \
-        "the notebook is marked modified as soon as it opens"
 
 
 _PROMPTS = """panel => {
