@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from autograder.checks.plain import exception_line
-from autograder.checks.tfdata.records import _values
+from autograder.checks.tfdata.records import _values, own_threads
 from autograder.checks.tfdata.settings import (
     FLIP_DRAWS,
     FLIP_SEED,
@@ -143,7 +143,7 @@ def _flip_share(augment: Callable[[Any, int], Any]) -> None:
 
 
 def _collect(dataset: Any) -> np.ndarray:
-    return np.stack([_values(x, "iterating the augmented dataset") for x in dataset])
+    return np.stack([_values(x, "iterating the augmented dataset") for x in own_threads(dataset)])
 
 
 def run_augment(augment: Callable[[Any, int], Any], *, trials: int = STRESS_TRIALS) -> Result:

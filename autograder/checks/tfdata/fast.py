@@ -11,12 +11,17 @@ from typing import Any
 import numpy as np
 
 from autograder.checks.kit import released_together
-from autograder.checks.tfdata.records import _values, make_read, make_transform, read_seconds
+from autograder.checks.tfdata.records import (
+    _values,
+    make_read,
+    make_transform,
+    own_threads,
+    read_seconds,
+)
 from autograder.checks.tfdata.settings import (
     FAST_RECORDS,
     ORDER_FAST_S,
     ORDER_SLOW_S,
-    PIPELINE_THREADS,
     TRAIN_S,
     TRANSFORM_S,
     WIDTH,
@@ -53,19 +58,6 @@ class FastRun:
         """Most calls of ``stage`` in flight at one moment."""
         spans = [(s, e) for what, _t, s, e in self.log if what == stage]
         return max((sum(s2 < e and s < e2 for s2, e2 in spans) for s, e in spans), default=0)
-
-
-def own_threads(dataset: Any) -> Any:
-    """``dataset`` on a private pool of :data:`PIPELINE_THREADS` threads when it is a
-    ``tf.data.Dataset`` (anything else as it is): its parallel calls then run as they would on a
-    machine with that many cores, however many cores the grading process may use."""
-    import tensorflow as tf
-
-    if not isinstance(dataset, tf.data.Dataset):
-        return dataset
-    options = tf.data.Options()
-    options.threading.private_threadpool_size = PIPELINE_THREADS
-    return dataset.with_options(options)
 
 
 def naive_loop(read: Callable[[int], np.ndarray], transform: Callable[[np.ndarray], Any],
