@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from autograder.pipeline.source import SourceError
-from autograder.pipeline.spec import Limits
+from autograder.course.source import SourceError
+from autograder.grading.spec import Limits
 
 _DEFAULT_LIMITS = Limits()
 
@@ -126,7 +126,7 @@ def _paths(p: argparse.ArgumentParser) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from autograder.pipeline.build import build, stale_notebooks
+    from autograder.course.build import build, stale_notebooks
 
     if args.check:
         problems = stale_notebooks(args.solutions, args.notebooks)
@@ -145,16 +145,16 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from autograder.pipeline.demo import run_demo
+    from autograder.grading.demo import run_demo
 
     return run_demo(args.demo_dir, args.solutions, args.out, workers=args.workers,
                     limits=_limits(args), cluster=args.cluster)
 
 
 def _grade(args: argparse.Namespace) -> int:
-    from autograder.pipeline.cluster import ClusterError
-    from autograder.pipeline.course import make_course
-    from autograder.pipeline.grade import grade_submissions, print_table
+    from autograder.course.course import make_course
+    from autograder.grading.cluster import ClusterError
+    from autograder.grading.grade import grade_submissions, print_table
 
     if args.course is not None and (args.course / "gradebook.db").exists():
         course = _existing_course(args)
@@ -174,7 +174,7 @@ def _grade(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from autograder.pipeline.report import print_summary, write_report
+    from autograder.grading.report import print_summary, write_report
 
     for folder in (args.out, args.compare):
         if folder is not None and not (folder / "grades.csv").exists():
@@ -187,14 +187,14 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from autograder.pipeline.validate import validate_notebook
+    from autograder.grading.validate import validate_notebook
 
     return validate_notebook(args.notebook, args.solutions, sandbox=not args.no_sandbox)
 
 
 def _release(args: argparse.Namespace) -> int:
-    from autograder.pipeline.course import make_course
-    from autograder.pipeline.exchange import release
+    from autograder.course.course import make_course
+    from autograder.course.exchange import release
 
     if (args.course / "gradebook.db").exists():  # never rebuilt: its gradebook holds grades
         course = _existing_course(args)
@@ -212,15 +212,15 @@ def _release(args: argparse.Namespace) -> int:
 
 def _existing_course(args: argparse.Namespace):
     """The course already built at ``args.course`` (never rebuilt: its gradebook holds grades)."""
-    from autograder.pipeline.course import Course
-    from autograder.pipeline.source import find_lessons
+    from autograder.course.course import Course
+    from autograder.course.source import find_lessons
 
     return Course(args.course, tuple(find_lessons(args.solutions)),
                   gradebook_url=getattr(args, "gradebook_url", None))
 
 
 def _release_feedback(args: argparse.Namespace) -> int:
-    from autograder.pipeline.exchange import release_feedback
+    from autograder.course.exchange import release_feedback
 
     for name in release_feedback(_existing_course(args), args.exchange,
                                  args.assignments or None):
@@ -229,7 +229,7 @@ def _release_feedback(args: argparse.Namespace) -> int:
 
 
 def _new_lesson(args: argparse.Namespace) -> int:
-    from autograder.pipeline.scaffold import LessonExists, new_lesson
+    from autograder.course.scaffold import LessonExists, new_lesson
 
     try:
         written = new_lesson(args.repo, args.lesson)
@@ -243,7 +243,7 @@ def _new_lesson(args: argparse.Namespace) -> int:
 
 
 def _collect(args: argparse.Namespace) -> int:
-    from autograder.pipeline.exchange import collect
+    from autograder.course.exchange import collect
 
     course = _existing_course(args)
     submitted = collect(course, args.exchange, args.assignments or None)

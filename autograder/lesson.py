@@ -30,7 +30,7 @@ def claim(text: str, holds: object) -> None:
     time is redesigned, never retried.
 
     The grader does not run the lesson's demonstrations (see
-    :func:`autograder.pipeline.cells.demonstrations`), so nothing here asks whether it is graded.
+    :func:`autograder.grading.cells.demonstrations`), so nothing here asks whether it is graded.
 
     Args:
         text: The claim, in the words the lesson uses.

@@ -26,10 +26,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from autograder.pipeline.cluster import ALLOWED_FAILURES  # noqa: E402
-from autograder.pipeline.course import make_course  # noqa: E402
-from autograder.pipeline.demo import make_submissions  # noqa: E402
-from autograder.pipeline.grade import grade_submissions  # noqa: E402
+from autograder.course.course import make_course  # noqa: E402
+from autograder.grading.cluster import ALLOWED_FAILURES  # noqa: E402
+from autograder.grading.demo import make_submissions  # noqa: E402
+from autograder.grading.grade import grade_submissions  # noqa: E402
 
 
 def setup(work: Path, lessons: list[str], students: list[str]):

@@ -24,10 +24,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from autograder.pipeline.course import make_course  # noqa: E402
-from autograder.pipeline.demo import make_submissions  # noqa: E402
-from autograder.pipeline.grade import grade_submissions  # noqa: E402
-from autograder.pipeline.spec import JobResult  # noqa: E402
+from autograder.course.course import make_course  # noqa: E402
+from autograder.grading.demo import make_submissions  # noqa: E402
+from autograder.grading.grade import grade_submissions  # noqa: E402
+from autograder.grading.spec import JobResult  # noqa: E402
 
 
 def plain_nbgrader(course_root: Path, submitted: Path, student: str) -> float:

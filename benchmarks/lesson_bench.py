@@ -24,7 +24,7 @@ import nbformat
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from autograder.pipeline.source import find_lessons, read_lesson  # noqa: E402
+from autograder.course.source import find_lessons, read_lesson  # noqa: E402
 
 HIDDEN = "### BEGIN HIDDEN TESTS"
 RUN_BUDGET_S = 120.0

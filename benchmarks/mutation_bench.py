@@ -9,7 +9,7 @@ rewrites one site, and the changed statements or expression are written back wit
 :func:`ast.unparse` in place of their original text (the rest of the cell is left as it was;
 the result must parse back to the mutated tree, else the whole cell is unparsed). Each mutant
 is one student of an nbgrader class (the release notebook filled with the reference answers,
-one of them mutated) graded by the real grader (:func:`autograder.pipeline.grade.
+one of them mutated) graded by the real grader (:func:`autograder.grading.grade.
 grade_submissions`: sandboxed, parallel, resumable): *killed* when it scores below full marks,
 *survived* at full marks. Each lesson's unmutated
 reference is graded too, as a control: when it does not get full marks, that lesson's verdicts
@@ -706,7 +706,7 @@ def _marker_free_line_numbers(source: str) -> dict[int, int]:
 
 def lessons(selection: str | None = None) -> list:
     """The course's lessons, or those whose number (``00``) or name a comma list names."""
-    from autograder.pipeline.source import find_lessons
+    from autograder.course.source import find_lessons
 
     found = find_lessons(REPO / "solutions")
     if not selection:
@@ -723,14 +723,14 @@ def lessons(selection: str | None = None) -> list:
 
 def answer_cells(lesson) -> dict[str, str]:
     """The reference answer cells of ``lesson`` by grade_id, markers included."""
-    from autograder.pipeline.answers import solution_answers
+    from autograder.course.answers import solution_answers
 
     return solution_answers(lesson)
 
 
 def lesson_imports(lesson) -> frozenset[str]:
     """Names the lesson's non-answer code cells bind by a top-level import (its setup)."""
-    from autograder.pipeline.source import read_lesson
+    from autograder.course.source import read_lesson
 
     names: set[str] = set()
     for cell in read_lesson(lesson).cells:
@@ -803,9 +803,9 @@ def build_course(selected: list, out: Path):
     build, so a rebuild grades nothing again)."""
     import hashlib
 
-    from autograder.pipeline import course as course_module
-    from autograder.pipeline.course import Course, make_course
-    from autograder.pipeline.source import Lesson
+    from autograder.course import course as course_module
+    from autograder.course.course import Course, make_course
+    from autograder.course.source import Lesson
 
     digest = hashlib.sha256()
     for path in [*(x.path for x in selected),
@@ -828,7 +828,7 @@ def build_course(selected: list, out: Path):
 
 def write_submissions(course, mutants: list[Mutant], submitted: Path) -> None:
     """One student per mutant (and one reference per lesson) in nbgrader's layout."""
-    from autograder.pipeline.answers import fill_answers
+    from autograder.course.answers import fill_answers
 
     if submitted.exists():
         shutil.rmtree(submitted)
@@ -847,7 +847,7 @@ def grade_run(course, submitted: Path, out: Path, workers: int, progress: bool
               ) -> dict[str, dict]:
     """Grade every student of ``submitted`` into ``out`` (resumable); per student: score,
     max_score, status, and the test cells that lost points."""
-    from autograder.pipeline.grade import grade_submissions
+    from autograder.grading.grade import grade_submissions
 
     rows = grade_submissions(submitted, course, out, workers=workers, progress=progress)
     results = {}
@@ -929,7 +929,7 @@ def print_table(title: str, table: dict[str, dict[str, int]], order: list[str]) 
 def graded_by(lesson) -> dict[str, list[str]]:
     """Answer grade_id -> the test cells after it up to the next answer, with the checks
     their hidden tests call (what should kill a mutant of that answer)."""
-    from autograder.pipeline.source import read_lesson
+    from autograder.course.source import read_lesson
 
     out: dict[str, list[str]] = {}
     current = None

@@ -24,9 +24,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from autograder.pipeline.answers import fill_answers  # noqa: E402
-from autograder.pipeline.course import make_course  # noqa: E402
-from autograder.pipeline.demo import demo_answers  # noqa: E402
+from autograder.course.answers import fill_answers  # noqa: E402
+from autograder.course.course import make_course  # noqa: E402
+from autograder.grading.demo import demo_answers  # noqa: E402
 
 ANSWERS = ("correct", "racy")
 

@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name}={value}")
         return 0
     if setup.role == "instructor" and not (setup.course / "gradebook.db").exists():
-        from autograder.pipeline.course import make_course
+        from autograder.course.course import make_course
 
         print(f"Building the course into {setup.course}", flush=True)
         make_course(setup.solutions, setup.course)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from jupyterlab_server.workspaces_handler import WorkspacesManager
 
-from autograder.pipeline.course import COURSE_ID
+from autograder.course.course import COURSE_ID
 
 REPO = Path(__file__).resolve().parent.parent.parent
 ROLES = ("student", "instructor")

@@ -35,8 +35,8 @@ from tornado import web
 from traitlets import Bool, Int, Unicode, default
 from traitlets.config import LoggingConfigurable
 
+from autograder.grading.spec import Status
 from autograder.lab.verdict import Verdict
-from autograder.pipeline.spec import Status
 
 REPO = Path(__file__).resolve().parent.parent.parent
 #: Variables of the lab's own environment that the grading process must not see, so that its

@@ -1,6 +1,6 @@
 """The grader's verdict for JupyterLab's Validate button, in a process of its own per press.
 
-The verdict itself is :func:`autograder.pipeline.validate.grade_notebook`, the one
+The verdict itself is :func:`autograder.grading.validate.grade_notebook`, the one
 ``racelab validate`` prints. Run as
 ``python -m autograder.lab.verdict NOTEBOOK --solutions DIR --out VERDICT_JSON``; the JupyterLab
 server extension (:mod:`autograder.lab.server`) reads the JSON.
@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from autograder.pipeline.validate import (  # noqa: F401 - this module's public names
+from autograder.grading.validate import (  # noqa: F401 - this module's public names
     STUDENT,
     CellVerdict,
     NotALesson,
@@ -30,8 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="where the verdict JSON goes")
     parser.add_argument("--no-sandbox", action="store_true")
     args = parser.parse_args(argv)
-    from autograder.pipeline.course import BuildError
-    from autograder.pipeline.source import SourceError
+    from autograder.course.course import BuildError
+    from autograder.course.source import SourceError
 
     try:
         verdict = grade_notebook(args.notebook, args.solutions, sandbox=not args.no_sandbox)

@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from autograder.pipeline.answers import read_answers, solution_answers
-from autograder.pipeline.source import find_lessons
+from autograder.course.answers import read_answers, solution_answers
+from autograder.course.source import find_lessons
 
 #: The repository (found from this file: answer modules import this one in child processes too).
 REPO = Path(__file__).resolve().parents[2]

@@ -9,9 +9,9 @@ import re
 
 import pytest
 
-from autograder.pipeline.course import make_course
-from autograder.pipeline.demo import make_submissions
-from autograder.pipeline.grade import grade_submissions
+from autograder.course.course import make_course
+from autograder.grading.demo import make_submissions
+from autograder.grading.grade import grade_submissions
 from tests.conftest import REPO
 
 # Grading the whole class takes minutes (one job per student and lesson, two at a time).

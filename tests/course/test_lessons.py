@@ -13,7 +13,7 @@ import nbclient
 import pytest
 
 from autograder import lesson as lesson_helpers
-from autograder.pipeline.source import find_lessons, read_lesson, without_hidden_tests
+from autograder.course.source import find_lessons, read_lesson, without_hidden_tests
 from tests.conftest import REPO
 
 LESSONS = find_lessons(REPO / "solutions")
@@ -59,7 +59,7 @@ def test_claim_records_and_reports(tmp_path, monkeypatch, capsys):
 
 def test_nothing_a_notebook_imports_says_it_is_being_graded():
     assert not [name for name in vars(lesson_helpers) if "grading" in name.lower()]
-    from autograder.pipeline import sandbox
+    from autograder.grading import sandbox
 
     assert not [key for key in sandbox.runner_environment() if "RACELAB" in key]
 

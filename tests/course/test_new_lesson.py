@@ -13,9 +13,9 @@ import sys
 import nbformat
 import pytest
 
-from autograder.pipeline import cells
-from autograder.pipeline.scaffold import FILES
-from autograder.pipeline.source import find_lessons
+from autograder.course.scaffold import FILES
+from autograder.course.source import find_lessons
+from autograder.grading import cells
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.timeout(900)

@@ -26,7 +26,7 @@ import nbformat
 import psutil
 import pytest
 
-from autograder.pipeline.source import Lesson, read_lesson
+from autograder.course.source import Lesson, read_lesson
 from tests.conftest import REPO
 
 #: Chromium flags: without the background-networking ones, Chromium's own connections are

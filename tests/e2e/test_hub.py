@@ -36,7 +36,7 @@ from tests.e2e.lab import (
     validation_dialog,
     write_answers,
 )
-from tests.pipeline.engines import gradebook_rows, postgres_server
+from tests.grading.engines import gradebook_rows, postgres_server
 
 pytest.importorskip("jupyterhub")
 

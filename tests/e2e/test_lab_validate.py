@@ -10,6 +10,8 @@ import shutil
 import nbformat
 import pytest
 
+from autograder.course.course import make_course
+from autograder.grading.validate import NOT_ANSWERED, validate_notebook
 from autograder.lab.config import (
     ASSIGNMENT_LIST,
     SELF_STUDY_DISABLED_PLUGINS,
@@ -19,11 +21,9 @@ from autograder.lab.config import (
 )
 from autograder.lab.server import RaceLabValidate, dialog_response
 from autograder.lab.verdict import CellVerdict, Verdict, grade_notebook
-from autograder.pipeline.course import make_course
-from autograder.pipeline.validate import NOT_ANSWERED, validate_notebook
 from tests.conftest import REPO
 
-TINY = REPO / "tests" / "pipeline" / "fixtures" / "99_tiny.py"
+TINY = REPO / "tests" / "grading" / "fixtures" / "99_tiny.py"
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\nnot really").decode()
 
 

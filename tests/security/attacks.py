@@ -87,10 +87,10 @@ ATTACKS: dict[str, tuple[str, tuple[str, ...]]] = {
         "builtins.isinstance = lambda *a: True", TAMPERED),
     "patch_builtins_exec": ("import builtins\nbuiltins.exec = lambda *a, **k: None", TAMPERED),
     "patch_the_seal": (
-        "import autograder.pipeline.seal as seal\n"
+        "import autograder.kernel.seal as seal\n"
         "seal.integrity_check = lambda *a, **k: (lambda: [])", TAMPERED),
     # Lesson 00's checks call no NumPy, so this one changes nothing they rely on (the checks
-    # that do call it are covered in tests/pipeline/test_seal.py); random.Random they do.
+    # that do call it are covered in tests/kernel/test_seal.py); random.Random they do.
     "patch_a_library_the_check_does_not_use": (
         "import numpy\nnumpy.allclose = numpy.array_equal = lambda *a, **k: True", FAILS),
     "patch_a_library_class_the_harness_uses": (

@@ -1,7 +1,7 @@
 """Attacks on every lesson's grader, generated from the lessons themselves.
 
 For each lesson the generator reads the calls its hidden tests make (the face, e.g. ``mutex``,
-and its checks, e.g. ``check_metrics``: :func:`autograder.pipeline.cells.split_test`) and
+and its checks, e.g. ``check_metrics``: :func:`autograder.grading.cells.split_test`) and
 writes one submission per technique: the demo class's racy answers with the attack added to an
 answer cell. A new lesson adds its rows to the matrix without a line here.
 """
@@ -15,10 +15,10 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.pipeline import cells
-from autograder.pipeline.answers import AnswerFile, fill_answers
-from autograder.pipeline.course import Course
-from autograder.pipeline.demo import demo_answers
+from autograder.course.answers import AnswerFile, fill_answers
+from autograder.course.course import Course
+from autograder.grading import cells
+from autograder.grading.demo import demo_answers
 
 NOOP = "lambda *args, **kwargs: None"
 #: A file name inside the real site-packages folder that no package installed: what a student

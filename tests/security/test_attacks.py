@@ -17,10 +17,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.pipeline.answers import fill_answers
-from autograder.pipeline.course import make_course
-from autograder.pipeline.grade import grade_submissions
-from autograder.pipeline.spec import Limits
+from autograder.course.answers import fill_answers
+from autograder.course.course import make_course
+from autograder.grading.grade import grade_submissions
+from autograder.grading.spec import Limits
 from tests.security.attacks import ATTACKS, PROBES, RACY, SOLUTION
 
 pytestmark = pytest.mark.timeout(1800)
@@ -243,5 +243,5 @@ def test_feedback_shows_no_hidden_test_grader_frame_or_host_path(attacked):
         text = page.read_text(encoding="utf-8")
         assert "HIDDEN-MARKER" not in text and "add(20, 22)" not in text, page
         assert "BEGIN HIDDEN TESTS" not in text, page
-        assert "autograder/pipeline" not in text and "runner.py" not in text, page
+        assert "autograder/kernel" not in text and "runner.py" not in text, page
         assert sys.prefix not in text, page

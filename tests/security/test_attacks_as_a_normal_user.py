@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.pipeline.answers import fill_answers
-from autograder.pipeline.course import make_course
+from autograder.course.answers import fill_answers
+from autograder.course.course import make_course
 from tests.conftest import REPO
 from tests.security.attacks import ATTACKS, PROBES, SOLUTION
 from tests.security.test_attacks import ADD, FIXTURES, HONEST_SCORE, LESSON, answer

@@ -1,7 +1,7 @@
 """The race detector cannot be blinded, and the runner's frames stay out of an answer's reach.
 
 Issue #31. Each attack below is answer code as a notebook cell would run it, graded in a child
-process sealed the way the grading runner seals itself (``autograder.pipeline.runner``: the
+process sealed the way the grading runner seals itself (``autograder.kernel.runner``: the
 kernel guard, the audit hook, the hidden trace function, sealed grader and library names, the
 integrity check) and calling the harness directly (``anatomy.run_counter``). The answers are
 racy counters whose increment reads ``self._count`` and writes it back in two steps: a
@@ -21,7 +21,7 @@ controlled schedule must find the lost update, unless the attack blinds the dete
   relay, a ``sys.path`` entry with ``..``) is refused and recorded, and so is native code
   loaded from the work folder.
 - Builtins: ``builtins.sum`` swapped while the check runs and put back before it returns is
-  named (:func:`autograder.pipeline.audit.watch_builtins`).
+  named (:func:`autograder.kernel.audit.watch_builtins`).
 
 An honest answer, and honest use of tracebacks, logging, warnings, threads and the answer's
 own modules (imported again from their ``.pyc``), is graded with nothing recorded.
@@ -42,7 +42,7 @@ from pathlib import Path
 import pytest
 
 from autograder.harness import codemap, tamper
-from autograder.pipeline import audit
+from autograder.kernel import audit
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.timeout(600)
@@ -56,7 +56,7 @@ SEALED_RUN = textwrap.dedent('''
     WORK, DATA = sys.argv[1], json.load(open(sys.argv[2]))
     os.chdir(WORK)
     sys.path[:] = [p for p in sys.path if p not in ("", ".", WORK, "/tmp")] + [WORK]
-    from autograder.pipeline import audit, kernel_guard, seal
+    from autograder.kernel import audit, kernel_guard, seal
     seal.import_kernel_modules({})
     from autograder.checks import anatomy
     from autograder.harness import tamper
@@ -579,7 +579,7 @@ def test_a_builtin_swapped_and_put_back_while_the_check_runs_is_named(tmp_path):
 def test_the_builtins_watch_names_a_write_once_and_nothing_else():
     import builtins
 
-    from autograder.pipeline.object_internals import dict_version
+    from autograder.kernel.object_internals import dict_version
 
     if dict_version(builtins.__dict__) is None:
         pytest.skip("this Python's dictionary layout is not known")

@@ -8,9 +8,9 @@ a library the lesson's checks never call may instead change nothing at all).
 
 import pytest
 
-from autograder.pipeline.course import make_course
-from autograder.pipeline.grade import grade_submissions
-from autograder.pipeline.spec import Limits, Status
+from autograder.course.course import make_course
+from autograder.grading.grade import grade_submissions
+from autograder.grading.spec import Limits, Status
 from tests.conftest import REPO
 from tests.security.lesson_attacks import (
     HARMLESS_WHEN_UNUSED,

@@ -46,7 +46,7 @@ def test_a_pool_that_runs_its_own_worker_instead_of_the_target_fails(run):
 def test_the_functions_a_check_hands_an_answer_lead_to_none_of_its_records():
     """Lesson 06's ``access`` and ``save`` and lesson 04's logged ``read`` and ``transform``
     are opaque: no ``.args``, closure or ``__self__`` reaches the check's log (the runner's
-    audit hook refuses their defaults; tests/pipeline/test_seal.py)."""
+    audit hook refuses their defaults; tests/kernel/test_seal.py)."""
     from autograder.checks import tfdata, tracing
     from autograder.harness import tamper
 

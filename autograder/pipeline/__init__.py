@@ -1,1 +1,0 @@
-"""Course build and grading: jupytext sources -> nbgrader course -> grades and feedback."""

@@ -1,0 +1,445 @@
+"""The runner's integrity check names every way a notebook can change what a check relies on.
+
+Each test builds a throwaway grader module and library in ``sys.modules`` (so that nothing the
+rest of the suite imports is touched), remembers them, changes one thing the way an attack in
+``tests/security/attacks.py`` does, and asserts that the change is named, or, for the grader's
+caches and legitimate library additions, that it is not.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import types
+from collections.abc import Iterator
+
+import pytest
+
+from autograder.kernel import object_internals, seal
+
+LIBRARY = textwrap.dedent("""
+    def close_enough(a, b):
+        return abs(a - b) < 1e-9
+
+    class Sampler(dict):
+        def pick(self):
+            return 1
+
+    TOLERANCE = 1e-9
+""")
+
+GRADER = textwrap.dedent("""
+    import fake_library
+
+    BUDGETS = {"schedules": 300}
+
+    def check(value, *, schedules=300):
+        return fake_library.close_enough(value, 7) and fake_library.Sampler().pick()
+""")
+
+
+def _module(name: str, source: str) -> types.ModuleType:
+    module = types.ModuleType(name)
+    exec(compile(source, f"<{name}>", "exec"), vars(module))  # noqa: S102 - test fixture
+    sys.modules[name] = module
+    return module
+
+
+@pytest.fixture
+def grader() -> Iterator[tuple[types.ModuleType, types.ModuleType]]:
+    library = _module("fake_library", LIBRARY)
+    checks = _module("fake_grader", GRADER)
+    yield checks, library
+    sys.modules.pop("fake_library", None)
+    sys.modules.pop("fake_grader", None)
+
+
+def _integrity(checks: types.ModuleType, library: types.ModuleType):
+    return seal.integrity_check({checks.__name__: None,
+                                 library.__name__: ("close_enough", "Sampler")})
+
+
+def test_nothing_is_named_when_nothing_changed(grader):
+    assert _integrity(*grader)() == []
+
+
+def test_a_replaced_library_function_is_named(grader):
+    checks, library = grader
+    problems = _integrity(checks, library)
+    library.close_enough = lambda *args: True
+    assert problems() == ["fake_library.close_enough was replaced"]
+
+
+def test_a_method_added_to_shadow_an_inherited_one_is_named(grader):
+    checks, library = grader
+    problems = _integrity(checks, library)
+    library.Sampler.__eq__ = lambda self, other: True
+    assert problems() == ["fake_library.Sampler.__eq__ was added"]
+
+
+def test_a_pickling_record_added_by_the_standard_library_is_not_named(grader):
+    checks, library = grader
+    problems = _integrity(checks, library)
+    library.Sampler.__slotnames__ = []
+    assert problems() == []
+
+
+def test_a_module_whose_type_was_swapped_is_named(grader):
+    checks, library = grader
+    problems = _integrity(checks, library)
+
+    class Lenient(types.ModuleType):
+        pass
+
+    checks.__class__ = Lenient
+    assert problems() == ["the type of the module fake_grader was replaced"]
+
+
+def test_default_arguments_changed_in_place_are_named(grader):
+    checks, library = grader
+    problems = _integrity(checks, library)
+    checks.check.__kwdefaults__["schedules"] = 1
+    assert problems() == ["the default arguments of fake_grader.check were changed"]
+
+
+def test_a_constant_container_changed_in_place_is_named(grader):
+    checks, library = grader
+    problems = _integrity(checks, library)
+    checks.BUDGETS["schedules"] = 1
+    assert problems() == ["the contents of fake_grader.BUDGETS were changed"]
+
+
+def test_a_grader_cache_may_fill(monkeypatch, grader):
+    checks, library = grader
+    checks.CACHE = {}
+    monkeypatch.setattr(seal, "_GRADER_CACHES", frozenset({"fake_grader.CACHE"}))
+    problems = _integrity(checks, library)
+    checks.CACHE["reference"] = [1, 2, 3]
+    assert problems() == []
+
+
+def test_the_library_names_a_grader_uses_are_found(grader):
+    found = seal._library_names(["fake_grader"])
+    assert found["fake_library"] == {"close_enough", "Sampler"}
+
+
+def test_the_real_grader_remembers_the_libraries_its_checks_call():
+    import autograder.harness  # noqa: F401 - the runner imports these before it seals
+    from autograder.checks import processes, warmup  # noqa: F401
+
+    protected = seal.protected_modules()
+    assert {"allclose", "array_equal"} <= set(protected["numpy"])
+    assert "Random" in protected["random"]
+    assert "Lock" in protected["threading"]
+
+
+SEALED_RUN = textwrap.dedent('''
+    import json, sys, threading
+    from autograder.checks import anatomy
+    from autograder.kernel import audit, kernel_guard, seal
+
+    kernel_guard.install()
+    attempts = []
+    hook = audit.make_audit_hook(audit.trusted_roots(), [], attempts)
+    seal.hide_trace_function(attempts)
+    seal.seal_grader_modules()
+    sys.addaudithook(hook)
+    STUDENT = {student!r}
+    found = {{}}
+    for name, source in STUDENT.items():
+        scope = {{"__name__": "__main__"}}
+        exec(compile(source, "<cell 0>", "exec"), scope)
+        found[name] = [anatomy.run_counter(scope["SafeCounter"]).verdict, list(attempts)]
+        attempts.clear()
+    print(json.dumps(found))
+''')
+
+COUNTER = textwrap.dedent('''
+    import sys, threading
+    LOCK = threading.Lock()
+    OUTSIDE = sys.gettrace()  # no run yet: nothing to hide, nothing to refuse
+
+    def peek():
+        PEEK
+
+    class SafeCounter:
+        def __init__(self):
+            self._count = 0
+
+        def increment(self, by=1):
+            peek()
+            with LOCK:
+                self._count += by
+
+        def take(self):
+            with LOCK:
+                count, self._count = self._count, 0
+                return count
+''')
+
+
+def test_code_under_test_cannot_reach_the_schedulers_trace_function_or_hooks():
+    """In a child process sealed as the runner seals itself: a correct counter that reads
+    nothing still passes, and each way to the scheduler is refused and recorded (the
+    attack corpus shows each one forging a pass without the seal)."""
+    peeks = {
+        "honest": "pass",
+        "gettrace": "sys.gettrace()",
+        "thread hook": "threading._trace_hook.__kwdefaults__",
+        "excepthook": "threading.excepthook.__kwdefaults__",
+        "library relay": ("__import__('unittest.mock').mock._copy_func_details("
+                          "threading._trace_hook, lambda: None)"),
+    }
+    student = {name: COUNTER.replace("PEEK", peek) for name, peek in peeks.items()}
+    done = subprocess.run([sys.executable, "-c", SEALED_RUN.format(student=student)],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert found.pop("honest") == ["pass", []]
+    for name, (verdict, attempts) in found.items():
+        assert verdict == "error", name
+        assert len(attempts) == 1 and ("sys.gettrace()" in attempts[0]
+                                       or "hidden references" in attempts[0]), (name, attempts)
+
+
+SEALED_MODULES = textwrap.dedent('''
+    import json, types
+    from autograder.checks import anatomy
+    from autograder.harness import tamper
+    from autograder.kernel import seal
+
+    seal.seal_grader_modules()
+    refused = []
+    for name, value in (("check_counter", print), ("__class__", types.ModuleType)):
+        try:
+            setattr(anatomy, name, value)
+        except AttributeError:
+            refused.append(name)
+    try:
+        del anatomy.run_counter
+    except AttributeError:
+        refused.append("del run_counter")
+    anatomy.NEW_NAME = 1  # a name the grader never had is the student's own business
+    print(json.dumps([refused, tamper.refused_attempts(), type(anatomy).__name__]))
+''')
+
+
+def test_assigning_to_a_grader_modules_names_is_refused_as_it_happens():
+    """Integrity is compared after each test cell; an answer that swaps a check's helper while
+    the check runs and swaps it back would pass that comparison (the attack corpus's
+    ``rebind_a_check_helper_only_while_the_check_runs``). In a sealed child process the
+    assignment itself is refused and recorded."""
+    done = subprocess.run([sys.executable, "-c", SEALED_MODULES], capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    refused, attempts, kind = json.loads(done.stdout.splitlines()[-1])
+    assert refused == ["check_counter", "__class__", "del run_counter"]
+    assert attempts == ["overwriting autograder.checks.anatomy.check_counter",
+                        "overwriting autograder.checks.anatomy.__class__",
+                        "deleting autograder.checks.anatomy.run_counter"]
+    assert kind == "_SealedModule"
+
+
+WRITTEN_AND_PUT_BACK = textwrap.dedent('''
+    import json, types
+    from autograder.checks import anatomy
+    from autograder.checks.anatomy import grading
+    from autograder.kernel import seal
+
+    seal.seal_grader_modules()
+    integrity = seal.integrity_check(seal.protected_modules())
+    found = {"clean": integrity()}
+    original = grading.run_counter  # the run check_counter trusts, looked up in grading
+    for route, write in (
+            ("vars", lambda value: vars(grading).__setitem__("run_counter", value)),
+            ("ModuleType.__setattr__",
+             lambda value: types.ModuleType.__setattr__(grading, "run_counter", value)),
+            ("__globals__",
+             lambda value: anatomy.check_counter.__globals__.__setitem__("run_counter", value))):
+        write(print)
+        write(original)
+        found[route] = integrity()
+    found["after reporting"] = integrity()
+    types.ModuleType.__setattr__(anatomy, "sum", lambda values: 7)
+    found["shadowed builtin"] = integrity()
+    import autograder.grading.demo  # a submodule imported for the first time
+    del vars(anatomy)["sum"]
+    integrity()
+    found["first import"] = integrity()
+    print(json.dumps(found))
+''')
+
+
+def test_a_grader_name_written_and_put_back_or_a_shadowed_builtin_is_named():
+    """No audit event sees a write into a module's dictionary, and a write that is undone
+    before the test cell ends leaves every name as it was; the dictionary's version does not
+    (PEP 509). In a sealed child process: each route is named once, a global that shadows a
+    builtin for as long as it is there, and a first import of a submodule not at all."""
+    done = subprocess.run([sys.executable, "-c", WRITTEN_AND_PUT_BACK], capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = json.loads(done.stdout.splitlines()[-1])
+    written = ["a name of autograder.checks.anatomy.grading was written while graded code ran "
+               "(and perhaps put back)"]
+    assert found == {"clean": [], "vars": written, "ModuleType.__setattr__": written,
+                     "__globals__": written, "after reporting": [],
+                     "shadowed builtin": ["autograder.checks.anatomy.sum was added"],
+                     "first import": []}
+
+
+SWAPPED_CLASS_ATTRIBUTES = textwrap.dedent('''
+    import json
+    from autograder.checks import anatomy  # noqa: F401 - a grader module, sealed below
+    from autograder.harness.result import Result
+    from autograder.kernel import seal
+
+    seal.seal_grader_modules()
+    real_ok = Result.__dict__["ok"]
+    found = {}
+    for route, write in (
+            ("Class.attr", lambda: setattr(Result, "ok", property(lambda self: True))),
+            ("type.__setattr__",
+             lambda: type.__setattr__(Result, "ok", property(lambda self: True))),
+            ("del", lambda: delattr(Result, "figure"))):
+        try:
+            write()
+            found[route] = "written"
+        except TypeError as error:
+            found[route] = "refused" if "immutable type" in str(error) else str(error)
+    found["ok unchanged"] = Result.__dict__["ok"] is real_ok
+
+    class Student(Result):
+        pass
+
+    Student.extra = 1  # a subclass of the student's own stays theirs to change
+    found["subclass"] = Student.extra
+    print(json.dumps(found))
+''')
+
+
+def test_a_grader_class_refuses_a_swapped_attribute_by_every_route():
+    """Python raises no audit event for a class attribute assignment, so a property swapped
+    while a check runs and put back before it returns would leave nothing to find (a racy
+    counter passed ``anatomy.check_counter`` that way, with ``Result.ok`` always true for one
+    call). Sealed, every class of a grader module refuses the write itself."""
+    done = subprocess.run([sys.executable, "-c", SWAPPED_CLASS_ATTRIBUTES], capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert found == {"Class.attr": "refused", "type.__setattr__": "refused", "del": "refused",
+                     "ok unchanged": True, "subclass": 1}
+
+
+def test_freezing_a_class_keeps_its_instances_and_subclasses_working():
+    frozen = type("Frozen", (), {"__init__": lambda self: setattr(self, "value", 3)})
+    assert object_internals.freeze_class(frozen)
+    with pytest.raises(TypeError, match="immutable type"):
+        frozen.value = 4
+    assert frozen().value == 3
+    child = type("Child", (frozen,), {})
+    child.extra = 5
+    assert child.extra == 5 and not object_internals.freeze_class(int)
+
+
+LIBRARY_NAMES = textwrap.dedent('''
+    import json, random
+    import autograder.checks.anatomy  # noqa: F401 - the harness names random.Random
+    from autograder.harness import tamper
+    from autograder.kernel import seal
+
+    protected = seal.protected_modules()
+    seal.seal_library_names(protected)
+    integrity = seal.integrity_check(protected)
+    found = {"clean": integrity()}
+    real = random.Random
+    try:
+        random.Random = object
+        found["assigned"] = "written"
+    except AttributeError:
+        found["assigned"] = tamper.refused_attempts()[-1]
+    vars(random)["Random"] = object
+    vars(random)["Random"] = real
+    found["written and put back"] = integrity()
+    vars(random)["lazily_loaded"] = object()  # a library filling a name of its own
+    found["a new name"] = integrity()
+    print(json.dumps(found))
+''')
+
+
+def test_a_library_name_the_grader_calls_is_refused_or_named_when_put_back():
+    """A library function or class the grader calls (``random.Random``, which the harness
+    samples schedules with), swapped while a check runs and put back before the cell ends,
+    left nothing to find. Assigned through the module, it is refused as it happens; written
+    straight into the module's dictionary, the dictionary's version names it. A library that
+    fills a new name of its own (a lazy import) is not reported."""
+    done = subprocess.run([sys.executable, "-c", LIBRARY_NAMES], capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert found == {"clean": [], "assigned": "overwriting random.Random",
+                     "written and put back": ["a name of random was written while graded code "
+                                              "ran (and perhaps put back)"],
+                     "a new name": []}
+
+
+SCRATCH_ROUTES = textwrap.dedent('''
+    import json, os, pathlib, shutil, sys, tempfile
+    from autograder.checks import process_workers
+    from autograder.harness import tamper
+    from autograder.kernel import audit, seal
+
+    attempts = []
+    sys.addaudithook(audit.make_audit_hook(audit.trusted_roots(), [], attempts))
+    records = tamper.scratch_folder("receipts")
+    elsewhere = tempfile.mkdtemp()
+    os.environ[process_workers.RECEIPTS_ENV] = records
+    process_workers._leave_receipt(0)  # the grader's own code, in this process: allowed
+
+    class Named:
+        def __fspath__(self):
+            return os.path.join(records, "receipts")
+
+    ROUTES = {
+        "honest": "pathlib.Path(elsewhere, 'a').write_text('x'); "
+                  "shutil.copytree(elsewhere, elsewhere + '-copy')",
+        "open": "open(os.path.join(records, 'receipts'), 'a').write('1 99')",
+        "os.open": "os.open(os.path.join(records, 'receipts'), os.O_WRONLY | os.O_APPEND)",
+        "pathlib": "pathlib.Path(records, 'receipts').write_text('1 99')",
+        "rename": "open(os.path.join(elsewhere, 'r'), 'w').close(); "
+                  "os.rename(os.path.join(elsewhere, 'r'), os.path.join(records, 'r'))",
+        "link": "os.link(os.path.join(elsewhere, 'a'), os.path.join(records, 'l'))",
+        "chdir": "os.chdir(records)",
+        "a path object of its own": "os.rename(os.path.join(elsewhere, 'a'), Named())",
+    }
+    found = {}
+    for name, source in ROUTES.items():
+        try:
+            exec(compile(source, "<cell 0>", "exec"), dict(globals()))
+        except Exception as error:
+            found[name] = [type(error).__name__, list(attempts)]
+        else:
+            found[name] = ["ran", list(attempts)]
+        attempts.clear()
+    found["receipts"] = sorted(process_workers.read_receipts(records))
+    print(json.dumps(found))
+''')
+
+
+def test_code_under_test_cannot_touch_the_checks_own_records_by_any_path_route():
+    """Lesson 08's ledger workers leave receipts in a folder of the check's: a notebook that
+    wrote them itself could claim workers that never ran. Every route to such a folder (a
+    string, ``pathlib``, a rename or link into it, ``chdir``, a path object of its own) is
+    refused to code under test; the grader's own code and honest file work are not."""
+    done = subprocess.run([sys.executable, "-c", SCRATCH_ROUTES], capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert found.pop("honest") == ["ran", []]
+    assert [index for index, _pid in found.pop("receipts")] == [0]
+    for name, (outcome, attempts) in found.items():
+        assert outcome == "TamperingError", (name, outcome, attempts)
+        assert len(attempts) == 1, (name, attempts)
+        assert ("the grader's own records" in attempts[0]
+                or "not a path string" in attempts[0]), (name, attempts)
