@@ -21,7 +21,7 @@ from nbgrader.utils import is_grade, is_solution
 from autograder.course.source import grade_id, hidden_tests, without_hidden_tests
 from autograder.grading.spec import JobResult, Status, set_status
 from autograder.grading.untrusted import read_untrusted
-from autograder.kernel import magics
+from autograder.kernel import magics, protocol
 
 #: Lesson imports the runner executes itself before any student code (the test cells' names).
 PRELOADED_PACKAGES = ("autograder", "tensorflow", "keras", "numpy", "matplotlib")
@@ -234,7 +234,7 @@ def make_plan(submitted: nbformat.NotebookNode, graded: dict[str, str], structur
 
 #: Keys of a plan cell the runner is given; the rest (the test's graded source, the values the
 #: judge expects) stays with the grader on the host.
-RUNNER_KEYS = ("kind", "source", "hidden", "label", "skip", "skip_reason")
+RUNNER_KEYS = protocol.PLAN_CELL_KEYS
 
 
 def for_runner(cell: dict) -> dict:

@@ -26,7 +26,7 @@ from pathlib import Path
 from autograder.grading import sandbox
 from autograder.grading.cells import for_runner
 from autograder.grading.spec import Limits
-from autograder.kernel import channel
+from autograder.kernel import channel, protocol
 
 STDERR_KEPT = 64 * 1024
 """Bytes of the runner's standard error kept for the grader's log (the tail)."""
@@ -146,7 +146,7 @@ def _read_report(stream, key: bytes, events: queue.Queue, run: Run) -> None:
             break
         total += len(line)
         if total > MAX_REPORT:
-            events.put({"t": "flood"})
+            events.put({protocol.KIND: protocol.FLOOD})
             break
         if not line.endswith(b"\n"):  # longer than a line may be: drop the rest of it
             run.noise += 1
@@ -159,7 +159,7 @@ def _read_report(stream, key: bytes, events: queue.Queue, run: Run) -> None:
             run.noise += 1
         else:
             events.put(payload)
-    events.put({"t": "eof"})
+    events.put({protocol.KIND: protocol.EOF})
 
 
 def _read_tail(stream, tail: bytearray) -> None:
@@ -204,32 +204,32 @@ def _watch(process: subprocess.Popen, events: queue.Queue, run: Run, limits: Run
             event = events.get(timeout=_SAMPLE_S)
         except queue.Empty:
             continue
-        kind = event.get("t")
-        if event.get("seq") != expected and kind not in ("eof", "flood"):
+        kind = event.get(protocol.KIND)
+        if event.get("seq") != expected and kind not in protocol.HOST_EVENTS:
             run.stopped, run.reason = "report", "the grader's report arrived out of order"
             return
         expected += 1
         if not _in_plan_order(kind, event.get("cell"), run.running, next_cell, cells):
             run.stopped, run.reason = "report", "the grader's report arrived out of order"
             return
-        if kind == "start":
+        if kind == protocol.START:
             run.running, cell_started = event.get("cell"), time.monotonic()
-        elif kind == "end":
+        elif kind == protocol.END:
             run.ended[event.get("cell")] = event
             run.running = None
             next_cell += 1
-        elif kind == "done":
+        elif kind == protocol.DONE:
             run.finished = True
             return
-        elif kind == "grader-error":
+        elif kind == protocol.GRADER_ERROR:
             run.stopped = "grader-error"
             run.reason = f"the grader could not make itself safe to run ({event.get('what')})"
             return
-        elif kind == "flood":
+        elif kind == protocol.FLOOD:
             run.stopped = "report"
             run.reason = f"the notebook wrote over {MAX_REPORT // 2**20} MB of output"
             return
-        elif kind == "eof":
+        elif kind == protocol.EOF:
             process.wait(timeout=10)
             run.stopped = "died"
             run.reason = _death(process.returncode)
@@ -238,11 +238,11 @@ def _watch(process: subprocess.Popen, events: queue.Queue, run: Run, limits: Run
 
 def _in_plan_order(kind: str, cell: object, running: int | None, next_cell: int,
                    cells: int) -> bool:
-    if kind == "start":
+    if kind == protocol.START:
         return running is None and type(cell) is int and cell == next_cell < cells
-    if kind == "end":
+    if kind == protocol.END:
         return running is not None and type(cell) is int and cell == running
-    if kind == "done":
+    if kind == protocol.DONE:
         return running is None and next_cell == cells
     return True
 

@@ -12,9 +12,10 @@ from autograder.grading.cells import Plan, Structure
 from autograder.grading.execute import Run
 from autograder.grading.feedback import scrub
 from autograder.grading.spec import JobResult, Status, set_status
+from autograder.kernel import protocol
 from autograder.kernel.runner import make_plain_encoder
 
-TAMPER_PHRASE = "the race detector's own tools were replaced"
+TAMPER_PHRASE = protocol.TOOLS_REPLACED
 """Text the harness puts in a check's message when code under test replaced its tools."""
 
 
