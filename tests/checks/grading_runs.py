@@ -90,9 +90,9 @@ class Exercise:
 
     check: Callable[[Any], None]
     name: str
-    solution: Any
-    wrong: Sequence[Any]
-    correct: Sequence[Any]
+    solution: Any = None
+    wrong: Sequence[Any] = ()
+    correct: Sequence[Any] = ()
 
 
 def cases(exercises: dict[str, Exercise], kind: str,

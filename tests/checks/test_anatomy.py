@@ -29,7 +29,7 @@ from autograder.checks.anatomy import schedules
 from autograder.checks.anatomy.grading import _require_visible
 from autograder.harness import Result
 from tests.checks import answers_anatomy as answers
-from tests.checks.grading_runs import CORRECT_RUNS, RUNS
+from tests.checks.grading_runs import CORRECT_RUNS, RUNS, Exercise, unfilled_answer_test
 
 
 def _fails_every_run(check: Callable[..., None], *answer: Any) -> str:
@@ -172,22 +172,10 @@ def test_cache_that_loads_each_key_once_passes_every_run(answer):
 # --------------------------------------------------------------------------- unfilled answers
 
 
-class _NotImplemented:
-    def __init__(self, *args: Any) -> None:
-        raise NotImplementedError()
-
-
-@pytest.mark.parametrize(
-    ("check", "exercise"),
-    [(anatomy.check_counter, "SafeCounter"), (anatomy.check_cache, "OnceCache")],
-)
-def test_unfilled_class_fails_at_once_naming_the_exercise_and_the_error(check, exercise):
-    with pytest.raises(AssertionError) as failure:
-        check(_NotImplemented)
-    message = str(failure.value)
-    assert message.startswith(f"{exercise}: ")
-    assert "NotImplementedError" in message
-    assert "before any threads were started" in message
+test_unfilled_answer_fails_at_once_naming_the_exercise_and_the_error = unfilled_answer_test(
+    {"counter": Exercise(anatomy.check_counter, "SafeCounter"),
+     "cache": Exercise(anatomy.check_cache, "OnceCache")},
+    terms=("before any threads were started",))
 
 
 def test_the_detector_sees_inside_the_graders_workers():

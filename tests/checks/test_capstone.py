@@ -50,7 +50,7 @@ import pytest
 
 from autograder.checks import capstone
 from tests.checks import answers_capstone as answers
-from tests.checks.grading_runs import CORRECT_RUNS, runs_for
+from tests.checks.grading_runs import CORRECT_RUNS, Exercise, runs_for, unfilled_answer_test
 from tests.checks.isolation import IsolatedRuns
 
 PARTS = {
@@ -188,18 +188,9 @@ def test_per_thread_copies_fail_on_memory(wrong_verdicts):
     assert "bytes of Keras weights" in message and "16 copies" in message
 
 
-class _NotImplementedService:
-    def __init__(self, *args: Any) -> None:
-        raise NotImplementedError()
-
-
-@pytest.mark.parametrize("check", list(PARTS), ids=str)
-def test_unfilled_answer_fails_at_once_naming_the_error(check):
-    with pytest.raises(AssertionError) as failure:
-        getattr(capstone, check)(_NotImplementedService)
-    message = str(failure.value)
-    assert message.startswith("InferenceService: ")
-    assert "NotImplementedError" in message and "before any client threads" in message
+test_unfilled_answer_fails_at_once_naming_the_exercise_and_the_error = unfilled_answer_test(
+    {check: Exercise(getattr(capstone, check), "InferenceService") for check in PARTS},
+    terms=("before any client threads",))
 
 
 def test_a_service_that_skips_the_slow_layer_or_answers_without_the_model_fails(wrong_verdicts):

@@ -58,6 +58,7 @@ from tests.checks.grading_runs import (
     Exercise,
     fails_every_run,
     solution_namespace,
+    unfilled_answer_test,
     validity_tests,
 )
 
@@ -135,27 +136,10 @@ def test_a_pool_that_hangs_fails_within_its_time_limit(monkeypatch: pytest.Monke
     assert not before.since(), "the check unlinks a block the pool left"
 
 
-class _NotImplementedClass:
-    def __init__(self, *args: Any) -> None:
-        raise NotImplementedError()
-
-
-def _not_implemented(*args: Any) -> Any:
-    raise NotImplementedError()
-
-
-@pytest.mark.parametrize(
-    ("check", "answer", "exercise"),
-    [(processes.check_pool, _NotImplementedClass, "SharedWeightsPool"),
-     (processes.check_ledger, _not_implemented, "run_ledger"),
-     (processes.check_choose, _not_implemented, "choose")])
-def test_unfilled_answer_fails_at_once_naming_the_exercise_and_the_error(
-        check: Callable[[Any], None], answer: Any, exercise: str) -> None:
-    with pytest.raises(AssertionError) as failure:
-        check(answer)
-    message = str(failure.value)
-    assert message.startswith(f"{exercise}: ")
-    assert "NotImplementedError" in message
+test_unfilled_answer_fails_at_once_naming_the_exercise_and_the_error = unfilled_answer_test(
+    {"pool": Exercise(processes.check_pool, "SharedWeightsPool"),
+     "ledger": Exercise(processes.check_ledger, "run_ledger"),
+     "choose": Exercise(processes.check_choose, "choose")})
 
 
 def test_every_wrong_choice_is_caught_by_a_named_case() -> None:

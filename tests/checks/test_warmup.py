@@ -46,7 +46,7 @@ import pytest
 
 from autograder.checks import warmup
 from tests.checks import answers_warmup as answers
-from tests.checks.grading_runs import passes_every_run, runs_for
+from tests.checks.grading_runs import Exercise, passes_every_run, runs_for, unfilled_answer_test
 from tests.checks.isolation import IsolatedRuns
 
 WRONG = {
@@ -121,31 +121,12 @@ def test_lazy_model_built_once_before_it_is_shared_passes_every_run(answer):
     _passes_every_run(warmup.check_lazy_model, answer)
 
 
-def _not_implemented(*args: Any) -> Any:
-    raise NotImplementedError()
-
-
-class _NotImplementedClass:
-    def __init__(self, *args: Any) -> None:
-        raise NotImplementedError()
-
-
-@pytest.mark.parametrize(
-    ("check", "answer", "exercise"),
-    [
-        (warmup.check_entry_point, _not_implemented, "warm_up"),
-        (warmup.check_both_entry_points, _not_implemented, "warm_up_both"),
-        (warmup.check_shared_predictor, _NotImplementedClass, "SharedPredictor"),
-        (warmup.check_lazy_model, _NotImplementedClass, "LazyModel"),
-    ],
-)
-def test_unfilled_answer_fails_at_once_naming_the_exercise_and_the_error(check, answer, exercise):
-    with pytest.raises(AssertionError) as failure:
-        check(answer)
-    message = str(failure.value)
-    assert message.startswith(f"{exercise}: ")
-    assert "NotImplementedError" in message
-    assert "before any threads were started" in message
+test_unfilled_answer_fails_at_once_naming_the_exercise_and_the_error = unfilled_answer_test(
+    {"entry_point": Exercise(warmup.check_entry_point, "warm_up"),
+     "both_entry_points": Exercise(warmup.check_both_entry_points, "warm_up_both"),
+     "shared_predictor": Exercise(warmup.check_shared_predictor, "SharedPredictor"),
+     "lazy_model": Exercise(warmup.check_lazy_model, "LazyModel")},
+    terms=("before any threads were started",))
 
 
 def test_racy_warm_up_message_names_what_the_threads_did():
