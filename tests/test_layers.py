@@ -21,7 +21,7 @@ ALLOWED = {
     "lesson": {"harness"},
     "kernel": {"harness", "checks", "lesson"},
     "course": set(),
-    "grading": {"course", "kernel", "lesson", "autograder"},
+    "grading": {"course", "kernel", "harness", "lesson", "autograder"},
     "lab": {"course", "grading"},
     "hub": {"lab", "course", "grading"},
     "cli": {"course", "grading", "lab", "hub"},

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from autograder.grading.signatures import HUMAN_STATUSES, describe_steps, failure_signatures
 from autograder.grading.spec import JobFolder, JobResult, Status
+from autograder.harness.report import plural
 
 #: Where the Validate-style replay advice starts in a check's message.
 _REPLAY_MARK = "Run it again in a cell of your notebook"
@@ -288,8 +289,8 @@ def render(entries: list[Entry], clusters: list[Cluster], *, out: Path,
              "<title>Race Lab class report</title>", f"<style>{_STYLE}</style></head><body>",
              "<h1>Race Lab class report</h1>",
              f"<p class='muted'>Graded class: <code>{_e(out)}</code>. "
-             f"{_count(len({e.student for e in entries}), 'student')}, "
-             f"{_count(len({e.lesson for e in entries}), 'lesson')}. A cluster is the "
+             f"{plural(len({e.student for e in entries}), 'student')}, "
+             f"{plural(len({e.lesson for e in entries}), 'lesson')}. A cluster is the "
              "students of one exercise whose failing check has the same failure signature: "
              "the same kind of failure and the same steps of their answers (attribute names as "
              "letters, lines left out), so the same mistake written differently lands in one "
@@ -485,10 +486,6 @@ def _figure_tag(figure) -> str:
     figure.savefig(buffer, format="png", dpi=90)
     data = base64.b64encode(buffer.getvalue()).decode("ascii")
     return f"<p><img alt='scores and pass rates' src='data:image/png;base64,{data}'></p>"
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}" + ("" if number == 1 else "s")
 
 
 def _percent(part: float, whole: float) -> str:

@@ -21,6 +21,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import psutil
@@ -321,6 +322,35 @@ def validation_dialog(page) -> str:
     message = page.locator(".jp-Dialog #validation-message")
     message.wait_for(timeout=VALIDATE_S * 1000)
     return message.get_attribute("class") or ""
+
+
+def validate_passes(page, panel_id: str, shot: str) -> None:
+    """Press Validate and see nbgrader's success (a screenshot ``shot`` in :data:`SHOTS`)."""
+    press_validate(page, panel_id)  # saves the notebook, then grades the saved file
+    kind = validation_dialog(page)
+    text = page.locator(".jp-Dialog").inner_text()
+    page.screenshot(path=str(SHOTS / shot))
+    assert "validation-success" in kind, text
+    assert "Success! Your notebook passes all the tests." in text
+    close_dialog(page)
+
+
+def open_offline(browser, page_file: Path, shot: str) -> tuple[Any, str]:
+    """Open a file in a new page with every network request refused; fail if it asked for
+    any. Returns the page and its text (a screenshot ``shot`` in :data:`SHOTS`)."""
+    page = browser.new_page()
+    asked: list[str] = []
+
+    def refuse(route) -> None:
+        asked.append(route.request.url)
+        route.abort()
+
+    page.route(re.compile(r"^(?!file:|data:)"), refuse)
+    page.goto(page_file.as_uri(), timeout=60_000)
+    page.wait_for_load_state("load")
+    page.screenshot(path=str(SHOTS / shot), full_page=False)
+    assert not asked, f"{page_file.name} fetched {asked} (it must open offline)"
+    return page, page.inner_text("body")
 
 
 def close_dialog(page) -> None:

@@ -38,11 +38,13 @@ from tests.e2e.lab import (
     menu,
     one_lesson_solutions,
     open_lab,
+    open_offline,
     opens_unmodified,
     press_validate,
     run,
     show,
     start_lab,
+    validate_passes,
     validation_dialog,
     write_answers,
 )
@@ -193,19 +195,7 @@ def _read_report_offline(browser, grades: Path) -> None:
     """``racelab report`` on the graded class; its page opens offline, draws the lesson's
     figure and shows the racy student's failure cluster without hidden test source."""
     finish(run("report", str(grades)))
-    page = browser.new_page()
-    asked: list[str] = []
-
-    def refuse(route) -> None:
-        asked.append(route.request.url)
-        route.abort()
-
-    page.route(re.compile(r"^(?!file:|data:)"), refuse)
-    page.goto((grades / "report" / "report.html").as_uri(), timeout=60_000)
-    page.wait_for_load_state("load")
-    text = page.inner_text("body")
-    page.screenshot(path=str(SHOTS / "08-class-report.png"), full_page=False)
-    assert not asked, f"the report fetched {asked} (it must open offline)"
+    page, text = open_offline(browser, grades / "report" / "report.html", "08-class-report.png")
     assert "Race Lab class report" in text and LESSON in text, text[:500]
     cluster = page.locator(".cluster", has_text=f"Students: {STUDENT}")
     assert cluster.count() >= 1, f"no failure cluster lists {STUDENT}:\n{text[:2000]}"
@@ -233,19 +223,7 @@ def _fetch_feedback(page, home: Path) -> Path:
 
 def _read_feedback_offline(browser, feedback: Path, score: tuple[float, float]) -> None:
     """Open the feedback from disk with every network request refused: it must need none."""
-    page = browser.new_page()
-    asked: list[str] = []
-
-    def refuse(route) -> None:
-        asked.append(route.request.url)
-        route.abort()
-
-    page.route(re.compile(r"^(?!file:|data:)"), refuse)
-    page.goto(feedback.as_uri(), timeout=60_000)
-    page.wait_for_load_state("load")
-    text = page.inner_text("body")
-    page.screenshot(path=str(SHOTS / "10-feedback-offline.png"), full_page=False)
-    assert not asked, f"the feedback fetched {asked} (it must open offline)"
+    page, text = open_offline(browser, feedback, "10-feedback-offline.png")
     flat = " ".join(text.split())
     assert f"Score: {score[0]:.1f} / {score[1]:.1f}" in flat, flat[:500]
     assert RACY_EXERCISE_TITLE in text, "the feedback does not name the failing exercise"
@@ -359,13 +337,7 @@ def _student_session(page, server: LabServer, step: Steps, home: Path, exchange:
         page.screenshot(path=str(SHOTS / "05-run-all-figure-inline.png"))
 
     with step("self-study: Validate the solution"):
-        press_validate(page, own)  # saves the notebook, then grades the saved file
-        kind = validation_dialog(page)
-        text = page.locator(".jp-Dialog").inner_text()
-        page.screenshot(path=str(SHOTS / "06-validate-solution-passes.png"))
-        assert "validation-success" in kind, text
-        assert "Success! Your notebook passes all the tests." in text
-        close_dialog(page)
+        validate_passes(page, own, "06-validate-solution-passes.png")
         errors, figures = errors_and_figures(self_study)
         assert not errors, f"cells raised when run in the lab: {errors}"
         assert figures >= 1, "no figure was rendered inline"

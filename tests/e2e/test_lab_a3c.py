@@ -26,6 +26,7 @@ from tests.e2e.lab import (
     press_validate,
     run,
     start_lab,
+    validate_passes,
     validation_dialog,
     write_answers,
 )
@@ -73,13 +74,7 @@ def test_lesson_09_solution_validates_in_the_lab(tmp_path):
             with step("self-study: write the solution's answers"):
                 write_answers(page, panel, notebook, solution)
             with step("self-study: Validate the solution of lesson 09"):
-                press_validate(page, panel)  # saves the notebook, then grades the saved file
-                kind = validation_dialog(page)
-                text = page.locator(".jp-Dialog").inner_text()
-                page.screenshot(path=str(SHOTS / "12-validate-lesson-09-passes.png"))
-                assert "validation-success" in kind, text
-                assert "Success! Your notebook passes all the tests." in text
-                close_dialog(page)
+                validate_passes(page, panel, "12-validate-lesson-09-passes.png")
             step.report(SHOTS / "timings-lesson-09.txt")
     finally:
         server.stop()

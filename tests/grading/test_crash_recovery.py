@@ -7,16 +7,15 @@ process, ``os._exit``): ``ctypes`` itself is refused to graded code.
 """
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
 from autograder.course.answers import fill_answers
-from autograder.course.course import make_course
 from autograder.grading.grade import grade_submissions
 from autograder.grading.job import MAX_DEADLY_CELLS
 from autograder.grading.spec import Limits
+from tests.conftest import one_lesson_course
 
 FIXTURES = Path(__file__).parent / "fixtures"
 LIMITS = Limits(cell_timeout_s=8, memory_mb=800, job_timeout_s=300)
@@ -41,10 +40,7 @@ ANSWERS = {
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     root = tmp_path_factory.mktemp("crashes")
-    solutions = root / "solutions"
-    solutions.mkdir()
-    shutil.copy(FIXTURES / "98_pair.py", solutions)
-    course = make_course(solutions, root / "course")
+    course = one_lesson_course(FIXTURES / "98_pair.py", root)
     release = course.release_notebook(course.lessons[0])
     submitted = root / "submitted"
     for student, answers in ANSWERS.items():

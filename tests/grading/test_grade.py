@@ -8,18 +8,17 @@ while the others keep theirs.
 import csv
 import json
 import re
-import shutil
 from pathlib import Path
 
 import nbformat
 import pytest
 
 from autograder.course.answers import fill_answers, read_answers
-from autograder.course.course import make_course
 from autograder.grading import grade as grade_module
 from autograder.grading.demo import make_submissions
 from autograder.grading.grade import grade_submissions
 from autograder.grading.spec import Limits
+from tests.conftest import one_lesson_course
 
 FIXTURES = Path(__file__).parent / "fixtures"
 GOOD = "def add(a, b):\n    return b + a"
@@ -69,10 +68,8 @@ if leaks:
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     root = tmp_path_factory.mktemp("class")
+    course = one_lesson_course(FIXTURES / "99_tiny.py", root)
     solutions = root / "solutions"
-    solutions.mkdir()
-    shutil.copy(FIXTURES / "99_tiny.py", solutions)
-    course = make_course(solutions, root / "course")
     release = course.release_notebook(course.lessons[0])
     submitted = root / "submitted"
     for student, answer in ANSWERS.items():

@@ -1,6 +1,5 @@
 """Every gradebook write: a class's results in one transaction, and the Formgrader copy."""
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -8,6 +7,7 @@ import pytest
 from autograder.course.course import make_course
 from autograder.grading import gradebook
 from autograder.grading.spec import JobResult
+from tests.conftest import one_lesson_course
 
 FIXTURES = Path(__file__).parent / "fixtures"
 LESSON = "99_tiny"
@@ -15,11 +15,7 @@ LESSON = "99_tiny"
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
-    root = tmp_path_factory.mktemp("gradebook")
-    solutions = root / "solutions"
-    solutions.mkdir()
-    shutil.copy(FIXTURES / f"{LESSON}.py", solutions)
-    return make_course(solutions, root / "course")
+    return one_lesson_course(FIXTURES / f"{LESSON}.py", tmp_path_factory.mktemp("gradebook"))
 
 
 @pytest.fixture

@@ -1,7 +1,6 @@
 """One grading job: a pure function of its inputs whose every output lands in its own folder."""
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -9,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from autograder.course.answers import fill_answers
-from autograder.course.course import make_course
 from autograder.grading.job import executed_path, run_job
 from autograder.grading.spec import Job, JobFolder, Limits, Status
+from tests.conftest import one_lesson_course
 
 FIXTURES = Path(__file__).parent / "fixtures"
 LESSON = "99_tiny"
@@ -20,11 +19,7 @@ LIMITS = Limits(cell_timeout_s=30, memory_mb=800, job_timeout_s=120)
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
-    root = tmp_path_factory.mktemp("job")
-    solutions = root / "solutions"
-    solutions.mkdir()
-    shutil.copy(FIXTURES / f"{LESSON}.py", solutions)
-    return make_course(solutions, root / "course")
+    return one_lesson_course(FIXTURES / f"{LESSON}.py", tmp_path_factory.mktemp("job"))
 
 
 def job_for(course, tmp_path: Path, answer: str | None, student: str = "ada") -> Job:

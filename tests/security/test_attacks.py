@@ -8,7 +8,6 @@ same run keeps full marks.
 
 import hashlib
 import os
-import shutil
 import socket
 import sys
 import threading
@@ -18,9 +17,9 @@ import nbformat
 import pytest
 
 from autograder.course.answers import fill_answers
-from autograder.course.course import make_course
 from autograder.grading.grade import grade_submissions
 from autograder.grading.spec import Limits
+from tests.conftest import one_lesson_course
 from tests.security.attacks import ATTACKS, PROBES, RACY, SOLUTION
 
 pytestmark = pytest.mark.timeout(1800)
@@ -145,10 +144,8 @@ FILES = {
 @pytest.fixture(scope="module")
 def attacked(tmp_path_factory):
     root = tmp_path_factory.mktemp("attacked")
+    course = one_lesson_course(FIXTURES / f"{LESSON}.py", root)
     solutions = root / "solutions"
-    solutions.mkdir()
-    shutil.copy(FIXTURES / f"{LESSON}.py", solutions)
-    course = make_course(solutions, root / "course")
     release = course.release_notebook(course.lessons[0])
     submitted = root / "submitted"
     honest = submitted / "honest" / LESSON / f"{LESSON}.ipynb"
