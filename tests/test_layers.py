@@ -3,7 +3,8 @@
 ``kernel`` runs inside the student's kernel beside student code (the security boundary): it
 imports only what runs there too (``harness``, ``checks``, ``lesson``), never the host's
 ``grading`` or ``course``. ``course`` knows lessons and nbgrader's course, not grading;
-``grading`` runs on the host over both; the lab, the hub and the command line sit on top.
+``grading`` runs on the host over both, with ``judges`` (pure Python, importing nothing of
+ours), which decides each hidden check from what the kernel observed; the lab, the hub and the command line sit on top.
 """
 
 import ast
@@ -21,7 +22,8 @@ ALLOWED = {
     "lesson": {"harness"},
     "kernel": {"harness", "checks", "lesson"},
     "course": set(),
-    "grading": {"course", "kernel", "harness", "lesson", "autograder"},
+    "judges": set(),
+    "grading": {"course", "kernel", "harness", "lesson", "autograder", "judges"},
     "lab": {"course", "grading"},
     "hub": {"lab", "course", "grading"},
     "cli": {"course", "grading", "lab", "hub"},
@@ -71,6 +73,14 @@ def test_the_kernel_package_imports_nothing_of_the_host():
     for path in (PACKAGE / "kernel").glob("*.py"):
         host = [m for m in imports(path) if layer_of(m) in {"grading", "course", "lab", "hub"}]
         assert not host, f"{path.name} runs beside student code but imports {host}"
+
+
+def test_nothing_beside_student_code_imports_the_judge():
+    for layer in ("kernel", "checks", "harness", "lesson"):
+        for path in (PACKAGE / layer).rglob("*.py"):
+            judge = [m for m in imports(path) if layer_of(m) == "judges"]
+            assert not judge, f"{path.relative_to(REPO)} runs beside student code but imports " \
+                              f"{judge}"
 
 
 def test_no_folder_holds_more_than_fifteen_modules():

@@ -9,7 +9,8 @@ bubblewrap with:
   and the only network is the sandbox's own loopback (nothing of the host's, no internet);
 - a minimal read-only file system: ``/usr`` (and the ``/lib``, ``/bin`` links), the virtual
   environment, the ``autograder`` package and a few synthetic ``/etc`` files (no host ``/etc``);
-  ``solutions/``, gradebooks and other students' files are not in it at all;
+  ``solutions/``, gradebooks, other students' files and the judge's expectations
+  (``autograder/judges``, an empty folder inside) are not in it at all;
 - two writable places, a size-capped private ``/tmp`` and ``/dev/shm`` (POSIX shared memory),
   both RAM-backed and counted in the memory cap by :mod:`autograder.grading.execute`; the root
   and ``/dev`` are remounted read-only, so nothing else can hold uncounted memory, and nothing
@@ -110,6 +111,8 @@ def runner_argv(env: dict[str, str], etc: Path, *, tmp_mb: int) -> list[str]:
         "--size", str(tmp_mb * 2**20), "--tmpfs", "/tmp",
         "--ro-bind", str(venv), str(venv),
         "--ro-bind", str(package), str(package),
+        # The judge's expectations stay on the host: the sandbox sees an empty folder.
+        "--tmpfs", str(package / "judges"), "--remount-ro", str(package / "judges"),
         "--remount-ro", "/dev", "--remount-ro", "/",
         "--chdir", "/tmp",
         "--setenv", "PYTHONPATH", str(package.parent),

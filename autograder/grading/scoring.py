@@ -1,8 +1,8 @@
 """Scores from the runner's report: each test's points and reason, and the notebook's status.
 
 A test scores its points only when the runner reported it finished, raised nothing, found the
-grader's names intact and saw no escape hatch tried since the previous test
-(:func:`score_tests`); an answer cell that raised, timed out or tried to change the grader zeroes
+grader's names intact and saw no escape hatch tried since the previous test, and the host's
+judge accepted what each hidden check observed (:func:`score_tests`); an answer cell that raised, timed out or tried to change the grader zeroes
 the tests that grade it (:func:`zero_broken_answers`).
 """
 
@@ -12,6 +12,7 @@ from autograder.grading.cells import Plan, Structure
 from autograder.grading.execute import Run
 from autograder.grading.feedback import scrub
 from autograder.grading.spec import JobResult, Status, set_status
+from autograder.judges import verdict
 from autograder.kernel import protocol
 from autograder.kernel.runner import make_plain_encoder
 
@@ -54,6 +55,28 @@ def _wrong_values(cell: dict, event: dict) -> bool:
                for value, want in zip(got, expected, strict=True))
 
 
+def _judged(cell: dict, event: dict) -> str | None:
+    """Why the judge refuses this test's hidden checks (the first refusal), or None.
+
+    Every ``face.check_x(...)`` call of the test must have sent back what it observed, and the
+    host's judge (:mod:`autograder.judges`) must accept it: the kernel never decides a pass.
+    """
+    if event.get("error"):
+        return None
+    calls = [call for call in cell.get("hidden") or [] if "face" in call]
+    got = event.get("values")
+    if not calls:
+        return None
+    if not isinstance(got, list) or len(got) != len(cell.get("hidden") or []):
+        return "the kernel did not send what the hidden checks observed, so the test cannot pass"
+    for call, value in zip(cell["hidden"], got, strict=True):
+        if "face" in call:
+            refused = verdict(call["face"], call["check"], value)
+            if refused is not None:
+                return f"{call['face']}.{call['check']}: {refused}"
+    return None
+
+
 def score_tests(plan: Plan, run: Run, structure: Structure,
                  result: JobResult) -> dict[str, tuple]:
     """Each test cell's (score, points, reason) from the runner's report of it."""
@@ -72,6 +95,13 @@ def score_tests(plan: Plan, run: Run, structure: Structure,
                                 f"({scrub(what)}); that test scored 0.")
         elif _wrong_values(plan.cells[index], event):
             scores[gid] = (0.0, points, "a hidden test failed: the answer returned another value")
+        elif refused := _judged(plan.cells[index], event):
+            # The kernel's check passed, yet its report does not show a correct answer: the
+            # report was not the check's own (forged, cut or rewritten by the notebook).
+            set_status(result, Status.TAMPERED)
+            scores[gid] = (0.0, points, f"tampered: {scrub(refused)}")
+            result.notes.append(f"{gid}: the check passed in the notebook's process, but "
+                                f"{scrub(refused)}; that test scored 0.")
         elif event.get("error"):
             reason = _error_reason(event["error"], plan.cells)
             if TAMPER_PHRASE in reason:

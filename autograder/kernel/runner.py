@@ -164,6 +164,8 @@ def main() -> None:  # noqa: PLR0915 - one straight sequence, kept together on p
 
     figures: list[bytes] = []
     verdict.FIGURE_SINK = figures.append
+    observations: list[dict] = []
+    verdict.OBSERVATION_SINK = observations.append
     kernel_guard.install()
 
     cells = plan["cells"]
@@ -208,7 +210,7 @@ def main() -> None:  # noqa: PLR0915 - one straight sequence, kept together on p
                                     builtins_written)
     try:
         _run(cells, compiled, namespace, preload, integrity, attempts, figures, cell_names, send,
-             harness_attempts)
+             harness_attempts, observations)
     except BaseException:  # noqa: BLE001 - the runner's own failure, for the grader's log
         sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
         import traceback
@@ -241,7 +243,7 @@ def _with_rebound_names(integrity, names: dict, namespace: dict, builtins_writte
 
 
 def _run(cells, compiled, namespace, preload, integrity, attempts, figures, cell_names, send,
-         harness_attempts, _dict=dict, _sys=sys, _list=list, _bytes=bytes, _builtins=builtins,
+         harness_attempts, observations, _dict=dict, _sys=sys, _list=list, _bytes=bytes, _builtins=builtins,
          _capture=io.StringIO, _execute=None, _text=None) -> None:
     """Run every cell in order, sending ``start`` and ``end`` events.
 
@@ -281,7 +283,7 @@ def _run(cells, compiled, namespace, preload, integrity, attempts, figures, cell
                 event["error"], event["result"] = _execute(body, last, scope, cell_names)
                 if event["error"] is None:
                     event["error"], event["values"] = _hidden(cell.get("hidden", ()), scope,
-                                                              preload, cell_names)
+                                                              preload, cell_names, observations)
                 for key, value in scope.items():
                     if key not in namespace and key not in preload:
                         namespace[key] = value
@@ -304,13 +306,16 @@ def _run(cells, compiled, namespace, preload, integrity, attempts, figures, cell
         send(event)
 
 
-def _hidden(calls, scope: dict, preload: dict, cell_names: dict, _getattr=getattr,
-            _type=type, _base=BaseException, _plain=None, _describe=None, _list=list,
-            _dict=dict) -> tuple[dict | None, list]:
-    """Make a test cell's hidden calls: (the first error or None, what each answer returned).
+def _hidden(calls, scope: dict, preload: dict, cell_names: dict, observations: list,
+            _getattr=getattr, _type=type, _base=BaseException, _plain=None, _describe=None,
+            _list=list, _dict=dict) -> tuple[dict | None, list]:
+    """Make a test cell's hidden calls: (the first error or None, what each call gave back).
 
     A check is taken from the runner's own reference to the lesson's face (``preload``), never
-    from the notebook's names; the notebook's names are only the answers handed to it.
+    from the notebook's names; the notebook's names are only the answers handed to it. A
+    check's value is the list of observations it reported
+    (:func:`autograder.checks.kit.report`), as plain data for the host's judge
+    (:mod:`autograder.judges`), which decides; an answer's value is what it returned.
     """
     values: list = []
     for call in calls:
@@ -321,8 +326,10 @@ def _hidden(calls, scope: dict, preload: dict, cell_names: dict, _getattr=getatt
                 if face is None:
                     return {"ename": "GraderError", "where": "", "evalue": (
                         f"the grader's check {call['face']} was not loaded")}, values
+                _list.clear(observations)
                 _getattr(face, call["check"])(*args, **_dict(call.get("kwargs") or {}))
-                values.append(None)
+                values.append(_plain(_list(observations)))
+                _list.clear(observations)
             else:
                 values.append(_plain(scope[call["answer"]](*args)))
         except KeyError as exc:

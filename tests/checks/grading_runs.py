@@ -24,8 +24,11 @@ from typing import Any
 
 import pytest
 
+from autograder import judges
+from autograder.checks.kit import verdict
 from autograder.course.answers import read_answers, solution_answers
 from autograder.course.source import find_lessons
+from autograder.kernel.runner import make_plain_encoder
 
 #: The repository (found from this file: answer modules import this one in child processes too).
 REPO = Path(__file__).resolve().parents[2]
@@ -141,12 +144,50 @@ def fails_every_run(check: Callable[[Any], None], exercise: str, answer: Any,
 
 def passes_every_run(check: Callable[[Any], None], exercise: str, answer: Any,
                      runs: int = CORRECT_RUNS) -> None:
-    """Run ``check(answer)`` ``runs`` times; every run must pass."""
+    """Run ``check(answer)`` ``runs`` times; every run must pass, and where ``check`` is a
+    lesson's own check, the host's judge must accept what it observed (:func:`judged`)."""
     for run in range(runs):
         try:
-            check(answer)
+            judged(check, answer)
         except AssertionError as failure:
             pytest.fail(f"grading run {run + 1} of {runs} failed {exercise}: {failure}")
+
+
+def face_of(check: Callable[..., Any]) -> str | None:
+    """The lesson face a check belongs to (``anatomy`` for ``anatomy.check_counter``), or None
+    for anything but a lesson's own ``check_*`` function called as it is (no partial)."""
+    module = getattr(check, "__module__", "") or ""
+    parts = module.split(".")
+    name = getattr(check, "__name__", "")
+    if len(parts) < 3 or parts[:2] != ["autograder", "checks"] or not name.startswith("check_"):
+        return None
+    return parts[2]
+
+
+def judged(check: Callable[..., Any], *args: Any, **kwargs: Any) -> dict | None:
+    """Call a check as the grading runner does: what it reports crosses as plain data (the
+    runner's own encoder) to the host's judge (:mod:`autograder.judges`), which must accept it.
+
+    Returns:
+        The observations the check reported (None for a check that is not a lesson's own).
+
+    Raises:
+        AssertionError: the check failed, or the judge refused what it observed.
+    """
+    face = face_of(check)
+    if face is None:
+        check(*args, **kwargs)
+        return None
+    reports: list[dict] = []
+    before = verdict.OBSERVATION_SINK
+    verdict.OBSERVATION_SINK = reports.append
+    try:
+        check(*args, **kwargs)
+    finally:
+        verdict.OBSERVATION_SINK = before
+    refused = judges.verdict(face, check.__name__, make_plain_encoder()(list(reports)))
+    assert refused is None, f"{face}.{check.__name__} passed in the kernel, but {refused}"
+    return reports[0]
 
 
 def validity_tests(exercises: dict[str, Exercise], *,

@@ -29,7 +29,13 @@ from autograder.checks.anatomy import schedules
 from autograder.checks.anatomy.grading import _require_visible
 from autograder.harness import Result
 from tests.checks import answers_anatomy as answers
-from tests.checks.grading_runs import CORRECT_RUNS, RUNS, Exercise, unfilled_answer_test
+from tests.checks.grading_runs import (
+    CORRECT_RUNS,
+    RUNS,
+    Exercise,
+    judged,
+    unfilled_answer_test,
+)
 
 
 def _fails_every_run(check: Callable[..., None], *answer: Any) -> str:
@@ -45,7 +51,7 @@ def _fails_every_run(check: Callable[..., None], *answer: Any) -> str:
 def _passes_every_run(check: Callable[..., None], *answer: Any) -> None:
     for run in range(CORRECT_RUNS):
         try:
-            check(*answer)
+            judged(check, *answer)
         except AssertionError as failure:
             pytest.fail(f"grading run {run + 1} of {CORRECT_RUNS} failed {answer!r}: {failure}")
 

@@ -4,6 +4,7 @@ from autograder.grading import scoring
 from autograder.grading.cells import Plan, Structure
 from autograder.grading.execute import Run, _in_plan_order
 from autograder.grading.spec import JobResult, Status
+from autograder.kernel.runner import make_plain_encoder
 
 
 def _plan(expected):
@@ -33,7 +34,7 @@ def test_an_answer_passes_only_with_the_value_the_host_expects_read_as_plain_dat
     assert _scored(None)[0] == 0.0
 
 
-def test_a_check_that_returned_without_raising_passes():
+def test_an_answer_that_returned_without_raising_passes():
     assert _scored([None], expected=(None,))[0] == 2.0
 
 
@@ -61,3 +62,39 @@ def test_a_whole_notebook_failure_keeps_the_more_important_status():
         result.status = earlier.value
         scoring.fail_whole(result, structure, Run(stopped=stopped, reason="why"))
         assert result.status == status and result.score == 0.0
+
+
+def _checked(values, error=None):
+    """A test cell whose hidden test is ``anatomy.check_counter(SafeCounter)``, scored from an
+    end event carrying ``values`` (what the runner sent for it)."""
+    cell = {"kind": "test", "source": "", "label": "t", "grade_id": "t", "graded": "",
+            "hidden": [{"face": "anatomy", "check": "check_counter",
+                        "args": [["name", "SafeCounter"]]}], "expected": [None]}
+    event = {"t": "end", "cell": 0, "error": error, "tamper": [], "integrity": [],
+             "values": values}
+    result = _result()
+    score = scoring.score_tests(Plan([cell], [0], {"t": 0}), Run(ended={0: event}, finished=True),
+                                Structure({"t": ("", 2.0)}, {}), result)["t"]
+    return score, result
+
+
+GOOD = {"one_thread": [4, 0, 2], "totals": [7] * 300, "schedules": 300}
+
+
+def test_a_check_passes_only_when_the_judge_accepts_what_it_observed():
+    encode = make_plain_encoder()
+    (score, _, reason), result = _checked([encode([GOOD])])
+    assert score == 2.0 and reason == "passed" and result.status == Status.GRADED
+    lost = {**GOOD, "totals": [7] * 299 + [5]}
+    for values in ([encode([lost])], [encode([])], [None], [["not plain", "X"]]):
+        (score, _, reason), result = _checked(values)
+        assert score == 0.0, values
+        assert result.status == Status.TAMPERED and "tampered" in reason, values
+    for values in ([], None, [encode([GOOD]), encode([GOOD])]):
+        assert _checked(values)[0][0] == 0.0, "not one value per hidden call"
+
+
+def test_a_check_that_raised_fails_whatever_it_reported():
+    (score, _, reason), result = _checked([make_plain_encoder()([GOOD])],
+                                          error={"ename": "AssertionError", "evalue": "racy"})
+    assert score == 0.0 and "racy" in reason and result.status == Status.GRADED

@@ -36,8 +36,12 @@ def _take(run):
 COUNTER_TOTAL = 7
 
 
-def counter_on_one_thread(counter_class: Callable[[], Any]) -> None:
-    """Check the counter's contract on one thread (with a timeout); AssertionError if not met."""
+def counter_on_one_thread(counter_class: Callable[[], Any]) -> tuple:
+    """Check the counter's contract on one thread (with a timeout); AssertionError if not met.
+
+    Returns:
+        What the three ``take()`` calls returned (the judge's observation).
+    """
     calls = "increment(), increment(3), take(), take(), increment(2), take()"
 
     def body() -> tuple[Any, Any, Any]:
@@ -54,20 +58,25 @@ def counter_on_one_thread(counter_class: Callable[[], Any]) -> None:
         raise AssertionError(
             f"SafeCounter: on one thread, {calls} returned {', '.join(map(repr, taken))}; "
             "expected 4, 0, 2 (take() returns the count so far and resets it to 0)")
+    return taken
 
 
 def run_counter(counter_class: Callable[[], Any], *, seed: int = SEED,
-                max_schedules: int = SCHEDULES_COUNTER) -> Result:
+                max_schedules: int = SCHEDULES_COUNTER,
+                observed: list | None = None) -> Result:
     """Explore a shared counter: two threads increment (by 1 and 2, and by 4), one takes.
 
     The check: what ``take()`` handed out during the run plus one final ``take()`` adds up to
-    exactly :data:`COUNTER_TOTAL`, so every increment was counted once.
+    exactly :data:`COUNTER_TOTAL`, so every increment was counted once. When ``observed`` is
+    given, each schedule's total is appended to it (for the judge).
     """
 
     def check(run: _CounterRun) -> None:
         taken = plain(run.taken, "take()")
         final = plain(run.counter.take(), "take()")
         counted = sum(taken) + final
+        if observed is not None:
+            observed.append(counted if type(counted) is int else None)
         assert counted == COUNTER_TOTAL, (
             f"expected the increments (1 + 2 + 4 = {COUNTER_TOTAL}) to be handed out exactly "
             f"once, but take() returned {taken[0]!r} during the run and {final!r} at the "

@@ -16,7 +16,7 @@ from autograder.checks.anatomy.schedules import (
     parse_schedule,
     replay_bank,
 )
-from autograder.checks.kit import call_text, require
+from autograder.checks.kit import call_text, report, require
 from autograder.checks.plain import plain
 
 #: A schedule the lesson's bank code fails on (worker 0 checks the balance, then bob runs to the
@@ -45,6 +45,7 @@ def check_schedules(overdraft: object, double_pay: object) -> None:
         "DOUBLE_PAY": (double_pay, _money_made, "pay out 120 while the balance shows 40 (both "
                        "customers read the balance for `-=` before either one wrote it back)"),
     }
+    observed = {}
     for name, (token, broken, goal) in wanted.items():
         try:
             parse_schedule(token, name=name, workers=2)
@@ -52,6 +53,7 @@ def check_schedules(overdraft: object, double_pay: object) -> None:
             raise AssertionError(f"{exercise}: {problem}") from None
         result, account = replay_bank(token, broken)
         if result.ok:
+            observed[name.lower()] = _final_state(account)
             continue
         other = "DOUBLE_PAY" if name == "OVERDRAFT" else "OVERDRAFT"
         swapped = ""
@@ -65,22 +67,37 @@ def check_schedules(overdraft: object, double_pay: object) -> None:
         raise AssertionError(
             f"{exercise}: replaying {name} = {token!r}: {_outcome(account)}. {name} must "
             f"{goal}.{swapped}")
+    report(observed)
+
+
+def _final_state(account: object) -> dict:
+    """A replayed account's balance and payouts, as plain data for the judge."""
+    if account is None:
+        return {"balance": None, "paid": []}
+    return {"balance": account.balance, "paid": sorted(account.paid.values())}
 
 
 def check_counter(counter_class: Callable[[], Any], **kwargs: Any) -> None:
     """Grade a counter class (exercise 2); raise AssertionError with the student's message."""
     _require_visible()
-    counter_on_one_thread(counter_class)
-    require(run_counter(counter_class, **kwargs), exercise="SafeCounter",
+    one_thread = counter_on_one_thread(counter_class)
+    totals: list = []
+    result = run_counter(counter_class, observed=totals, **kwargs)
+    require(result, exercise="SafeCounter",
             again=call_text("anatomy.run_counter", "SafeCounter", **kwargs))
+    report({"one_thread": list(one_thread), "totals": totals,
+            "schedules": result.schedules_run})
 
 
 def check_cache(cache_class: Callable[[Callable[[str], Any]], Any], **kwargs: Any) -> None:
     """Grade a cache class (exercise 3); raise AssertionError with the student's message."""
     _require_visible()
-    cache_on_one_thread(cache_class)
-    require(run_cache(cache_class, **kwargs), exercise="OnceCache",
+    one_thread = cache_on_one_thread(cache_class)
+    runs: list = []
+    result = run_cache(cache_class, observed=runs, **kwargs)
+    require(result, exercise="OnceCache",
             again=call_text("anatomy.run_cache", "OnceCache", **kwargs))
+    report({"one_thread": one_thread, "runs": runs, "schedules": result.schedules_run})
 
 
 def _require_visible() -> None:

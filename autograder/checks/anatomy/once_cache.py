@@ -49,8 +49,13 @@ def _get_b_then_a(run):
     run.got.append(("a", run.cache.get("a")))
 
 
-def cache_on_one_thread(cache_class: Callable[[Callable[[str], Any]], Any]) -> None:
-    """Check the cache's contract on one thread (with a timeout); AssertionError if not met."""
+def cache_on_one_thread(cache_class: Callable[[Callable[[str], Any]], Any]) -> dict:
+    """Check the cache's contract on one thread (with a timeout); AssertionError if not met.
+
+    Returns:
+        The judge's observation: the keys ``load`` was called with, the keys of what the two
+        distinct gets returned, and whether the second ``get('x')`` returned the same object.
+    """
     calls: list[str] = []
 
     def load(key: str) -> Any:
@@ -75,14 +80,17 @@ def cache_on_one_thread(cache_class: Callable[[Callable[[str], Any]], Any]) -> N
     if problems:
         raise AssertionError("OnceCache: on one thread, get('x'), get('x'), get('y'): "
                              + "; ".join(problems))
+    return {"loads": list(calls), "keys": list(keys), "same_object": again is first}
 
 
 def run_cache(cache_class: Callable[[Callable[[str], Any]], Any], *, seed: int = SEED,
-              max_schedules: int = SCHEDULES_CACHE) -> Result:
+              max_schedules: int = SCHEDULES_CACHE, observed: list | None = None) -> Result:
     """Explore a shared cache: three threads ask for keys "a" and "b" in different orders.
 
     The check: ``load`` ran exactly once per key, every ``get`` returned the object ``load``
-    made for its key, and a later ``get("a")`` still returns it without loading again.
+    made for its key, and a later ``get("a")`` still returns it without loading again. When
+    ``observed`` is given, each schedule appends what it saw (for the judge): the keys loaded,
+    how many gets returned the object ``load`` made for their key, and how many gets ran.
     """
 
     def check(run: _CacheRun) -> None:
@@ -105,6 +113,10 @@ def run_cache(cache_class: Callable[[Callable[[str], Any]], Any], *, seed: int =
             if later is not run.made["a"] or run.loads.count("a") != 1:
                 problems.append("a get('a') after the threads finished did not return the "
                                 "cached object without loading again")
+        if observed is not None:
+            observed.append({"loads": [k if type(k) is str else None for k in run.loads],
+                             "shared": sum(value is run.made.get(key) for key, value in run.got),
+                             "gets": len(run.got)})
         assert not problems, "; ".join(problems)
 
     return explore(lambda: _CacheRun(cache_class), [_get_a_then_b, _get_a, _get_b_then_a],

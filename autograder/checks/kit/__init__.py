@@ -7,7 +7,8 @@
 - :mod:`~autograder.checks.kit.verdict`: one wording for a verdict (:func:`require`, over
   :func:`require_ok`; :func:`failure` for a check's own message), and how a call reads in a
   notebook (:func:`call_text`); each failing verdict carries its failure signature
-  (:mod:`~autograder.checks.kit.signature`);
+  (:mod:`~autograder.checks.kit.signature`); a passing check hands its raw observations to the
+  host's judge (:func:`report`);
 - :mod:`~autograder.checks.kit.describe`: an exception as one informative line
   (:func:`describe_error`) and where threads are stuck (:func:`describe_threads`);
 - :mod:`~autograder.checks.kit.memory`: the bytes Keras holds (:func:`keras_variable_bytes`).
@@ -21,10 +22,10 @@ from autograder.checks.kit.deadline import SMOKE_TIMEOUT_S, Outcome, bounded, sm
 from autograder.checks.kit.describe import describe_error, describe_threads
 from autograder.checks.kit.memory import keras_variable_bytes
 from autograder.checks.kit.threads import released_together, run_threads, run_together
-from autograder.checks.kit.verdict import call_text, failure, require, require_ok
+from autograder.checks.kit.verdict import call_text, failure, report, require, require_ok
 
 __all__ = [
     "SMOKE_TIMEOUT_S", "Outcome", "bounded", "call_text", "describe_error", "describe_threads",
-    "failure", "keras_variable_bytes", "released_together", "require", "require_ok",
+    "failure", "keras_variable_bytes", "released_together", "report", "require", "require_ok",
     "run_threads", "run_together", "smoke", "within",
 ]

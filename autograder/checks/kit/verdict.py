@@ -11,6 +11,8 @@ from autograder.checks.kit.signature import signature_of
 
 FIGURE_SINK: Callable[[bytes], None] | None = None
 """Where figures go outside IPython: the grading runner sets it to collect PNG bytes."""
+OBSERVATION_SINK: Callable[[dict], None] | None = None
+"""Where a check's observations go: the grading runner sets it to send them to the judge."""
 
 
 #: Where the harness's own "how to run it again" advice starts in a result's message; it
@@ -118,6 +120,24 @@ def require(result: Any, *, exercise: str, again: str | None = None,
                again=again if ran else None,
                hint=hint if hint is not None else (hints or {}).get(result.verdict),
                details=f"What {by} raised:\n{listed}" if listed else None)
+
+
+def report(observations: dict) -> None:
+    """Hand what a passing check saw to the grader's judge, which decides the grade.
+
+    A check calls it once, last, after its own verdict passed. The observations are the raw
+    outcomes of the answer's runs (counts, values, orders, one entry per schedule or trial),
+    never a verdict: the judge (:mod:`autograder.judges`, on the host, never beside student
+    code) compares them with expectations the kernel does not hold. Outside grading it does
+    nothing, so a check called in the lab returns None as before.
+
+    Args:
+        observations: Plain data only (exact ``int``, ``float``, ``str``, ``bool``, ``None``,
+            and lists, tuples and str-keyed dicts of them): anything else reaches the judge as
+            "not plain" and the test fails.
+    """
+    if OBSERVATION_SINK is not None:
+        OBSERVATION_SINK(observations)
 
 
 def _without_harness_replay(message: str) -> str:
