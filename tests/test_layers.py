@@ -4,7 +4,8 @@
 imports only what runs there too (``harness``, ``checks``, ``lesson``), never the host's
 ``grading`` or ``course``. ``course`` knows lessons and nbgrader's course, not grading;
 ``grading`` runs on the host over both, with ``judges`` (pure Python, importing nothing of
-ours), which decides each hidden check from what the kernel observed; the lab, the hub and the command line sit on top.
+ours), which decides each hidden check from what the kernel observed; the lab, the hub and
+the command line sit on top.
 """
 
 import ast

@@ -2,8 +2,9 @@
 
 A test scores its points only when the runner reported it finished, raised nothing, found the
 grader's names intact and saw no escape hatch tried since the previous test, and the host's
-judge accepted what each hidden check observed (:func:`score_tests`); an answer cell that raised, timed out or tried to change the grader zeroes
-the tests that grade it (:func:`zero_broken_answers`).
+judge accepted what each hidden check observed (:func:`score_tests`); an answer cell that
+raised, timed out or tried to change the grader zeroes the tests that grade it
+(:func:`zero_broken_answers`).
 """
 
 from __future__ import annotations

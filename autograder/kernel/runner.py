@@ -243,8 +243,8 @@ def _with_rebound_names(integrity, names: dict, namespace: dict, builtins_writte
 
 
 def _run(cells, compiled, namespace, preload, integrity, attempts, figures, cell_names, send,
-         harness_attempts, observations, _dict=dict, _sys=sys, _list=list, _bytes=bytes, _builtins=builtins,
-         _capture=io.StringIO, _execute=None, _text=None) -> None:
+         harness_attempts, observations, _dict=dict, _sys=sys, _list=list, _bytes=bytes,
+         _builtins=builtins, _capture=io.StringIO, _execute=None, _text=None) -> None:
     """Run every cell in order, sending ``start`` and ``end`` events.
 
     Every reference is a local or a default argument taken before student code ran: student
