@@ -49,7 +49,25 @@ def test_host_etc_is_not_in_the_sandbox(tmp_path):
 def test_root_and_dev_are_read_only_and_shared_memory_is_size_capped(tmp_path):
     command = argv(tmp_path)
     remounted = [command[i + 1] for i, arg in enumerate(command) if arg == "--remount-ro"]
-    assert remounted == ["/dev", "/"]
+    assert remounted[-2:] == ["/dev", "/"]
     shm = command.index("/dev/shm")
     assert command[shm - 3:shm] == ["--size", str(64 * 2**20), "--tmpfs"]
     assert shm < command.index("--remount-ro")
+
+
+def test_the_judges_expectations_are_not_in_the_sandbox(tmp_path):
+    import subprocess
+
+    import autograder
+
+    judges = Path(autograder.__file__).resolve().parent / "judges"
+    assert (judges / "anatomy.py").is_file()
+    command = argv(tmp_path)
+    probe = ("import os, sys\nprint(sorted(os.listdir(sys.argv[1])))\n"
+             "try:\n    import autograder.judges.anatomy\n    print('imported')\n"
+             "except ImportError:\n    print('no judge')\n"
+             "try:\n    open(sys.argv[1] + '/planted.py', 'w')\n    print('written')\n"
+             "except OSError:\n    print('read-only')\n")
+    shown = subprocess.run([*command[:-2], "-c", probe, str(judges)], capture_output=True,
+                           text=True, timeout=60, check=True).stdout.split("\n")
+    assert shown[:3] == ["[]", "no judge", "read-only"], shown
