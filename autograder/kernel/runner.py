@@ -165,7 +165,8 @@ def main() -> None:  # noqa: PLR0915 - one straight sequence, kept together on p
     figures: list[bytes] = []
     verdict.FIGURE_SINK = figures.append
     observations: list[dict] = []
-    verdict.OBSERVATION_SINK = observations.append
+    # Opaque: a bound method would hand the notebook this list through ``__self__``.
+    verdict.OBSERVATION_SINK = tamper.opaque(observations.append)
     kernel_guard.install()
 
     cells = plan["cells"]

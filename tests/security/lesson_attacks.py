@@ -115,6 +115,15 @@ TECHNIQUES: dict[str, Callable[[list[Target]], str]] = {
         "def _once(*args, **kwargs):\n"
         "    for _n, _f in _real.items():\n        setattr(_np, _n, _f)\n    return True\n"
         "for _n in _real:\n    setattr(_np, _n, _once)"),
+    "planted_observations": lambda ts: (
+        "from autograder.checks.kit import verdict as _verdict\n"
+        "_sink = _verdict.OBSERVATION_SINK\n"
+        "try:\n"
+        "    _reports = _sink.__kwdefaults__['_function'].__self__\n"
+        "    _reports.append({'forged': True})\n"
+        "except Exception as _refused:\n"
+        "    print('refused:', _refused)\n"
+        "_sink({'forged': True})"),
     "forged_report": lambda ts: (
         "from autograder.harness import tamper as _tamper\n"
         "for _frame in _tamper.current_frames().values():\n"
