@@ -5,7 +5,11 @@ only :data:`PLAN_CELL_KEYS` (never a hidden test's source or what its calls must
 runner (:mod:`autograder.kernel.runner`) answers with signed events
 (:mod:`autograder.kernel.channel`) whose kind is ``event[KIND]``: :data:`START` and
 :data:`END` for each cell in the plan's order, then :data:`DONE`; or :data:`GRADER_ERROR` when
-it could not seal itself. The host puts two kinds of its own in the same queue: :data:`FLOOD`
+it could not seal itself. A test cell's :data:`END` carries ``values``: for each hidden call,
+what the answer returned, or the observations the check reported
+(:func:`autograder.checks.kit.report`), all as plain data; the host compares the first with
+its expectations and hands the second to its judge (:mod:`autograder.judges`), so no event
+is a pass by itself. The host puts two kinds of its own in the same queue: :data:`FLOOD`
 (the notebook wrote more than the host reads) and :data:`EOF` (the runner's pipe closed). A
 check that finds the race detector's tools replaced says :data:`TOOLS_REPLACED` in its message
 (:func:`autograder.harness.tamper.message`), and scoring reads that phrase as tampering.
