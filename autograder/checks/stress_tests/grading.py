@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from autograder.checks.kit import report
 from autograder.checks.stress_tests.gil_hidden import GIL_HIDDEN_CORRECT, GIL_HIDDEN_RACY
 from autograder.checks.stress_tests.ledgers import CORRECT, RACY
 from autograder.checks.stress_tests.running import explore_rows, grade_against, verdict_table
@@ -17,12 +18,16 @@ def check_stress_test(test: Callable[[Callable[[], Any]], Any], **kwargs: Any) -
 
     Engine: the student's own test, real threads, once per hidden ledger (7 racy, 5 correct,
     in a seeded order), each within :data:`BUDGET_S`; every hidden ``totals()`` costs a TF
-    call (:func:`_costed_totals`), so the student's work is bounded by its counts.
+    call (:func:`_costed_totals`), so the student's work is bounded by its counts. Reports
+    (for the judge) each hidden ledger's name, whether it is racy, and what the student's test
+    did with it.
     """
     rows = grade_against(test, **kwargs)
     wrong = [row for row in rows if not row["right"]]
     expected = len(kwargs.get("racy", RACY)) + len(kwargs.get("correct", CORRECT))
     if not wrong and len(rows) == expected:
+        report({"ledgers": [{"name": row["name"], "racy": row["racy"],
+                             "verdict": row["verdict"]} for row in rows]})
         return
     missed = sum(row["racy"] and row["verdict"] == "returned" for row in wrong)
     false_alarms = sum(not row["racy"] and row["verdict"] == "raised" for row in wrong)
@@ -45,10 +50,15 @@ def check_stress_test(test: Callable[[Callable[[], Any]], Any], **kwargs: Any) -
 
 
 def check_measure(measure: Callable[..., Any]) -> None:
-    """Grade ``measure``: its numbers obey the physics of servers whose behaviour is known."""
-    problems = measure_problems(measure)
+    """Grade ``measure``: its numbers obey the physics of servers whose behaviour is known.
+
+    Reports (for the judge) the numbers ``measure`` returned on each server.
+    """
+    numbers: dict = {}
+    problems = measure_problems(measure, observed=numbers)
     if problems:
         raise AssertionError("measure: " + "; ".join(problems))
+    report(numbers)
 
 
 def check_explore_ledger(explore_ledger: Callable[[Callable[[], Any]], Any], **kwargs: Any) -> None:
@@ -57,11 +67,16 @@ def check_explore_ledger(explore_ledger: Callable[[Callable[[], Any]], Any], **k
     Engine: the student's own ``explore`` call (its seed and ``max_schedules``; the harness
     first runs every schedule with at most one preemption), once per hidden pure-Python
     ledger (6 racy that fail differently, 3 correct), each within :data:`EXPLORE_BUDGET_S`.
+    Reports (for the judge) each hidden ledger's name, whether it is racy, whether the call
+    returned, raised or hung, and what it returned.
     """
     rows = explore_rows(explore_ledger, **kwargs)
     expected = (len(kwargs.get("racy", GIL_HIDDEN_RACY))
                 + len(kwargs.get("correct", GIL_HIDDEN_CORRECT)))
     if all(row["right"] for row in rows) and len(rows) == expected:
+        report({"ledgers": [{"name": row["name"], "racy": row["racy"],
+                             "outcome": row["outcome"], "result": row["result"]}
+                            for row in rows]})
         return
     table = verdict_table(rows).replace("your test failed it", "your Result was not ok") \
         .replace("your test passed it", "your Result was ok")

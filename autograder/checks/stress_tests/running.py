@@ -82,7 +82,12 @@ def explore_rows(explore_ledger: Callable[[Callable[[], Any]], Any], *,
                  racy: Sequence[type] = GIL_HIDDEN_RACY,
                  correct: Sequence[type] = GIL_HIDDEN_CORRECT,
                  budget_s: float = EXPLORE_BUDGET_S) -> list[dict[str, Any]]:
-    """Run ``explore_ledger(make_ledger)`` per hidden pure-Python ledger; one row each."""
+    """Run ``explore_ledger(make_ledger)`` per hidden pure-Python ledger; one row each.
+
+    Each row also holds what the run itself did (for the judge): ``outcome``, as
+    :func:`run_bounded` says it, and ``result``: for a returned value, its type's name and,
+    for a harness Result, its ``ok``, ``verdict`` and ``schedules_run`` (None otherwise).
+    """
     from autograder.harness import Result
 
     plan = [(cls, True) for cls in racy] + [(cls, False) for cls in correct]
@@ -93,6 +98,7 @@ def explore_rows(explore_ledger: Callable[[Callable[[], Any]], Any], *,
         make_ledger = _anonymous(cls)
         verdict, detail, seconds = run_bounded(
             lambda m=make_ledger, g=got: g.append(explore_ledger(m)), budget_s)
+        outcome, returned = verdict, None
         if verdict == "returned":
             result = got[0]
             # Exactly a Result (a subclass or a faked __class__ would decide its own ``ok``),
@@ -100,15 +106,18 @@ def explore_rows(explore_ledger: Callable[[Callable[[], Any]], Any], *,
             if type(result) is not Result:
                 kind = plain(type(result).__name__, "explore_ledger: its result's type", str)
                 verdict, detail = "raised", f"returned {kind}, not a Result"
+                returned = {"type": kind}
             else:
                 ok = plain(result.ok, "explore_ledger: Result.ok", bool)
                 said = plain(result.verdict, "explore_ledger: Result.verdict", str)
                 runs = plain(result.schedules_run, "explore_ledger: Result.schedules_run", int)
                 verdict = "raised" if not ok else "returned"
                 detail = f"verdict {said!r} after {runs} schedules"
+                returned = {"type": "Result", "ok": ok, "verdict": said, "schedules": int(runs)}
         right = verdict == "raised" if is_racy else verdict == "returned"
         rows.append({"number": number, "racy": is_racy, "verdict": verdict, "detail": detail,
-                     "seconds": seconds, "right": right, "name": cls.__name__})
+                     "seconds": seconds, "right": right, "name": cls.__name__,
+                     "outcome": outcome, "result": returned})
         if not right:
             break  # one wrong verdict decides the grade
     return rows

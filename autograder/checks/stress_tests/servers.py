@@ -35,8 +35,13 @@ def alternating(short_s: float, long_s: float) -> Callable[[], None]:
     return serve
 
 
-def measure_problems(measure: Callable[..., Any]) -> list[str]:
-    """Run ``measure`` on servers of known physics; return what is wrong with its numbers."""
+def measure_problems(measure: Callable[..., Any],
+                     observed: dict | None = None) -> list[str]:
+    """Run ``measure`` on servers of known physics; return what is wrong with its numbers.
+
+    When ``observed`` is given, each server's numbers (``wall_s``, ``latencies_s`` and
+    ``throughput``, as floats) are put in it under the server's name, for the judge.
+    """
     problems: list[str] = []
     cases = {
         "overlapping sleeps": sleeper(SLEEP_S),
@@ -60,6 +65,9 @@ def measure_problems(measure: Callable[..., Any]) -> list[str]:
         latencies = _floats(result["latencies_s"], f"{call}['latencies_s']")
         throughput = plain(result["throughput"], f"{call}['throughput']", float)
         results[name] = {"wall_s": wall, "latencies_s": latencies, "throughput": throughput}
+        if observed is not None:
+            observed[name] = {"wall_s": wall, "latencies_s": latencies,
+                              "throughput": throughput}
         where = f"on {name} ({THREADS} threads x {CALLS} calls)"
         if len(latencies) != THREADS * CALLS:
             problems.append(f"{where}: expected {THREADS * CALLS} latencies, one per call, "

@@ -122,9 +122,13 @@ def flip_band_errors(draws: int = FLIP_DRAWS, within: tuple[int, int] = FLIPS_WI
     return errors
 
 
-def _flip_share(augment: Callable[[Any, int], Any]) -> None:
+def _flip_share(augment: Callable[[Any, int], Any]) -> int:
     """The flips of :data:`FLIP_DRAWS` images augmented with :data:`FLIP_SEED` are within
-    :data:`FLIPS_WITHIN` (probability 1/2 each; see settings for the error bounds)."""
+    :data:`FLIPS_WITHIN` (probability 1/2 each; see settings for the error bounds).
+
+    Returns:
+        How many of them were flipped.
+    """
     what = f"the {FLIP_DRAWS} images of augment(images, seed={FLIP_SEED})"
     try:
         out = _collect(augment(flip_images(), FLIP_SEED))
@@ -140,14 +144,23 @@ def _flip_share(augment: Callable[[Any, int], Any]) -> None:
             f"{what} were flipped ({flips / FLIP_DRAWS:.1%}; expected {low}-{high}, "
             f"{low / FLIP_DRAWS:.0%}-{high / FLIP_DRAWS:.0%}: a correct answer lands "
             f"outside with probability below 1e-7)")
+    return flips
 
 
 def _collect(dataset: Any) -> np.ndarray:
     return np.stack([_values(x, "iterating the augmented dataset") for x in own_threads(dataset)])
 
 
-def run_augment(augment: Callable[[Any, int], Any], *, trials: int = STRESS_TRIALS) -> Result:
-    """Check one-thread properties, then stress two threads iterating the dataset at once."""
+def run_augment(augment: Callable[[Any, int], Any], *, trials: int = STRESS_TRIALS,
+                observed: list | None = None, one_thread: dict | None = None) -> Result:
+    """Check one-thread properties, then stress two threads iterating the dataset at once.
+
+    For the judge: ``one_thread`` (when given) is updated with what the one-thread runs
+    showed (each seed's shifts and flips, the largest difference between the two seeds'
+    images, the flips of the :data:`FLIP_DRAWS` images); ``observed`` (when given) gets one
+    entry per trial: per thread, each image's largest difference from the first run (None
+    when the thread did not see :data:`IMAGES` images).
+    """
     originals = image_array()
     try:
         # The first iteration of the dataset the threads will iterate again is the reference.
@@ -159,14 +172,18 @@ def run_augment(augment: Callable[[Any, int], Any], *, trials: int = STRESS_TRIA
             f"augment: on one thread, building and iterating the augmented dataset raised "
             f"{exception_line(error)} (expected "
             f"{IMAGES} augmented images)") from None
-    shifts, _ = _augmentation_sane(reference, originals)
-    more_shifts, _ = _augmentation_sane(other_seed, originals)
+    shifts, flipped = _augmentation_sane(reference, originals)
+    more_shifts, more_flipped = _augmentation_sane(other_seed, originals)
     _distribution_sane(shifts + more_shifts)
     if np.array_equal(reference, other_seed):
         raise AssertionError(
             "augment: seeds 11 and 12 gave the same images; expected the seed to choose the "
             "random shifts and flips.")
-    _flip_share(augment)
+    flips = _flip_share(augment)
+    if one_thread is not None:
+        one_thread.update({
+            "shifts": [shifts, more_shifts], "flipped": [flipped, more_flipped],
+            "seed_gap": float(np.max(np.abs(reference - other_seed))), "flips": flips})
 
     def setup() -> dict[str, Any]:
         return {"dataset": dataset, "seen": [None, None]}
@@ -177,6 +194,11 @@ def run_augment(augment: Callable[[Any, int], Any], *, trials: int = STRESS_TRIA
         return run
 
     def check(state: dict[str, Any]) -> None:
+        if observed is not None:
+            observed.append([
+                [float(np.max(np.abs(got[i] - reference[i]))) for i in range(IMAGES)]
+                if got is not None and got.shape == reference.shape else None
+                for got in state["seen"]])
         for k, got in enumerate(state["seen"]):
             assert got is not None and got.shape == reference.shape, (
                 f"thread {k} saw {0 if got is None else len(got)} images, expected {IMAGES}")
@@ -208,16 +230,18 @@ def _distribution_sane(shifts: list[float]) -> None:
             f"{max(shifts):+.3f} only")
 
 
-def _augmentation_sane(out: np.ndarray, originals: np.ndarray) -> tuple[list[float], int]:
+def _augmentation_sane(out: np.ndarray,
+                       originals: np.ndarray) -> tuple[list[float], list[bool]]:
     """Each image is its input (or mirror) plus one shift within bounds, in input order.
 
     Returns:
-        The shifts, and how many images were flipped.
+        The shifts (rounded to 4 decimals), and whether each image was flipped.
     """
     if out.shape != originals.shape:
         raise AssertionError(f"augment: expected {len(originals)} images shaped "
                              f"{originals.shape[1:]}, got an array shaped {out.shape}")
-    deltas, flips = [], 0
+    deltas: list[float] = []
+    flipped_each: list[bool] = []
     for i, (got, image) in enumerate(zip(out, originals, strict=True)):
         matches = [(flipped, float(np.mean(got - base)))
                    for flipped, base in ((False, image), (True, image[:, ::-1]))
@@ -231,13 +255,14 @@ def _augmentation_sane(out: np.ndarray, originals: np.ndarray) -> tuple[list[flo
             raise AssertionError(f"augment: image {i} was shifted by {delta:+.3f}; expected "
                                  f"shifts in [-{MAX_DELTA}, {MAX_DELTA}]")
         deltas.append(round(delta, 4))
-        flips += flipped
+        flipped_each.append(flipped)
     if len(set(deltas)) < len(deltas) // 2:
         raise AssertionError(
             f"augment: expected a different random brightness shift for each image, but the "
             f"{len(deltas)} images got only {len(set(deltas))} different shifts: is every "
             f"element seeded with the same seed?")
+    flips = sum(flipped_each)
     if not 0 < flips < len(out):
         raise AssertionError(f"augment: expected about half of the images flipped, saw "
                              f"{flips} of {len(out)}")
-    return deltas, flips
+    return deltas, flipped_each

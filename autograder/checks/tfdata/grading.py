@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from autograder.checks.kit import call_text, require
+from autograder.checks.kit import call_text, report, require
 from autograder.checks.plain import exception_line
 from autograder.checks.tfdata.augment import run_augment
 from autograder.checks.tfdata.fast import measure, order_run
@@ -28,15 +28,31 @@ from autograder.checks.tfdata.settings import (
 
 
 def check_loader(make_dataset: Callable[[Callable[[int], np.ndarray], int], Any]) -> None:
-    """Grade exercise 1 (``make_dataset``); AssertionError with the student's message."""
-    require(run_loader(make_dataset), exercise="make_dataset",
+    """Grade exercise 1 (``make_dataset``); AssertionError with the student's message.
+
+    Reports (for the judge) the record indices each one-thread iteration and each thread of
+    each trial saw, and how many trials ran.
+    """
+    one_thread: list = []
+    trials: list = []
+    result = run_loader(make_dataset, observed=trials, one_thread=one_thread)
+    require(result, exercise="make_dataset",
             again=call_text("tfdata.run_loader", "make_dataset"))
+    report({"one_thread": one_thread, "trials": trials, "trials_run": result.schedules_run})
 
 
 def check_augment(augment: Callable[[Any, int], Any]) -> None:
-    """Grade exercise 2 (``augment``); AssertionError with the student's message."""
-    require(run_augment(augment), exercise="augment",
-            again=call_text("tfdata.run_augment", "augment"))
+    """Grade exercise 2 (``augment``); AssertionError with the student's message.
+
+    Reports (for the judge) each seed's shifts and flips, the largest difference between the
+    two seeds' images, the flips of the :data:`FLIP_DRAWS` images, and per trial and thread
+    each image's largest difference from the first run.
+    """
+    one_thread: dict = {}
+    trials: list = []
+    result = run_augment(augment, observed=trials, one_thread=one_thread)
+    require(result, exercise="augment", again=call_text("tfdata.run_augment", "augment"))
+    report({**one_thread, "trials": trials, "trials_run": result.schedules_run})
 
 
 def check_fast(fast_pipeline: Callable[..., Any]) -> None:
@@ -45,7 +61,8 @@ def check_fast(fast_pipeline: Callable[..., Any]) -> None:
     Engines: real tf.data threads, no harness engine. First the order run
     (:func:`order_run`: records that finish in reverse pairs must still come out 0, 1, 2,
     ...), then the timing run (:func:`measure`): values and order again, at least 2 reads in
-    flight, and the speed-up share of the ideal measured in the same run.
+    flight, and the speed-up share of the ideal measured in the same run. Reports (for the
+    judge) both runs' record orders, the reads' spans and the three measured times.
     """
     name = "fast_pipeline"
     try:
@@ -62,6 +79,7 @@ def check_fast(fast_pipeline: Callable[..., Any]) -> None:
             f"even one before it, the training loop got records {order}. Training order must "
             f"not depend on which read or transform finishes first: keep every map "
             f"deterministic.")
+    uneven_order = order
     try:
         run = measure(fast_pipeline)
     except Exception as error:  # noqa: BLE001 - the student's code, reported to the student
@@ -90,6 +108,22 @@ def check_fast(fast_pipeline: Callable[..., Any]) -> None:
             f"{name}: expected a speed-up over the naive loop of at least "
             f"{MIN_SHARE_OF_IDEAL:.0%} of the ideal {run.ideal_speedup:.2f}x measured in the same "
             f"run, but measured {run.speedup:.2f}x ({run.share_of_ideal:.0%} of ideal)")
+    report({"order": uneven_order, "values": [_record_twice(v) for v in got],
+            "reads": [[start, end] for what, _thread, start, end in run.log
+                      if what == "read"][:_MAX_SPANS],
+            "naive_s": run.naive_s, "ideal_s": run.ideal_s, "pipeline_s": run.pipeline_s})
+
+
+#: The most read spans a report holds (a correct pipeline reads each record once).
+_MAX_SPANS = 1000
+
+
+def _record_twice(values: np.ndarray) -> int | None:
+    """The index ``i`` of the element ``values`` when it is exactly ``2 * record(i)``."""
+    if values.shape != (WIDTH,):
+        return None
+    index = int(round(float(values[0]) / 20))
+    return index if np.array_equal(values, 2 * record(index)) else None
 
 
 def check_served(stats_class: Callable[..., Any]) -> None:
@@ -99,13 +133,17 @@ def check_served(stats_class: Callable[..., Any]) -> None:
     one preemption, then seeded samples up to :data:`SERVED_SCHEDULES`) and for the overlap of
     reads (:func:`run_overlap`: a read that waits for the other deadlocks when the answer
     serializes them, in the first schedule, with no timing involved); then real tf.data
-    threads (:func:`served_by_a_parallel_map`).
+    threads (:func:`served_by_a_parallel_map`). Reports (for the judge) what the one-thread
+    run saw, each explored schedule's outcomes and counts, the records each overlap schedule's
+    calls returned, and the parallel map's records and counts.
     """
     exercise = "ServedStats"
-    served_on_one_thread(stats_class)
-    require(run_served(stats_class), exercise=exercise,
-            again=call_text("tfdata.run_served", "ServedStats"))
-    overlap = run_overlap(stats_class)
+    one_thread = served_on_one_thread(stats_class)
+    schedules: list = []
+    served = run_served(stats_class, observed=schedules)
+    require(served, exercise=exercise, again=call_text("tfdata.run_served", "ServedStats"))
+    overlaps: list = []
+    overlap = run_overlap(stats_class, observed=overlaps)
     if overlap.verdict == "deadlock":
         raise AssertionError(
             f"{exercise}: two threads called stats(0) and stats(1), whose reads each wait "
@@ -114,8 +152,15 @@ def check_served(stats_class: Callable[..., Any]) -> None:
             "through read()); expected the two reads to run at the same time, as tf.data's "
             "threads need: hold the lock only around the counts")
     require(overlap, exercise=exercise, again=call_text("tfdata.run_overlap", "ServedStats"))
-    counts = served_by_a_parallel_map(stats_class)
+    mapped: list = []
+    counts = served_by_a_parallel_map(stats_class, observed=mapped)
     if counts != (SERVED_RECORDS, 0):
         raise AssertionError(f"{exercise}: after a parallel map over {SERVED_RECORDS} "
                              f"records, served() == {counts[0]} and failed() == {counts[1]}; "
                              f"expected {SERVED_RECORDS} and 0")
+    report({"one_thread": one_thread, "schedules": schedules,
+            "schedules_run": served.schedules_run,
+            "schedules_covered": served.covered,
+            "overlaps": overlaps, "overlaps_run": overlap.schedules_run,
+            "overlaps_covered": overlap.covered,
+            "mapped": mapped, "mapped_counts": [int(c) for c in counts]})

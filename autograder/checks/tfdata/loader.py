@@ -21,10 +21,18 @@ from autograder.harness import Result, stress, tamper
 
 
 def run_loader(make_dataset: Callable[[Callable[[int], np.ndarray], int], Any], *,
-               trials: int = STRESS_TRIALS) -> Result:
-    """Iterate ``make_dataset(read, n)`` twice on one thread, then from two threads at once."""
+               trials: int = STRESS_TRIALS, observed: list | None = None,
+               one_thread: list | None = None) -> Result:
+    """Iterate ``make_dataset(read, n)`` twice on one thread, then from two threads at once.
+
+    When ``one_thread`` is given, each one-thread run appends the record indices its two
+    iterations yielded (``[first, second]``, None for a corrupt record); when ``observed`` is
+    given, each trial appends what its two threads saw, alike (for the judge).
+    """
     n = LOADER_RECORDS
-    _one_thread(make_dataset, n)
+    runs = _one_thread(make_dataset, n)
+    if one_thread is not None:
+        one_thread.extend(runs)
 
     # One dataset for every trial: a dataset is iterated again and again (one epoch after
     # another), and each trial starts two more iterations of it at the same time.
@@ -39,6 +47,8 @@ def run_loader(make_dataset: Callable[[Callable[[int], np.ndarray], int], Any], 
         return run
 
     def check(state: dict[str, Any]) -> None:
+        if observed is not None:
+            observed.append([list(got) for got in state["seen"]])
         for k, got in enumerate(state["seen"]):
             problem = _describe(got, n)
             assert not problem, (
@@ -50,9 +60,8 @@ def run_loader(make_dataset: Callable[[Callable[[int], np.ndarray], int], Any], 
                   timeout_s=TIMEOUT_S)
 
 
-def _one_thread(make_dataset: Callable[..., Any], n: int) -> None:
-    for _ in range(ONE_THREAD_RUNS):
-        _one_thread_run(make_dataset, n)
+def _one_thread(make_dataset: Callable[..., Any], n: int) -> list[list[list[int | None]]]:
+    return [_one_thread_run(make_dataset, n) for _ in range(ONE_THREAD_RUNS)]
 
 
 def _instant_read(index: Any) -> np.ndarray:
@@ -60,7 +69,7 @@ def _instant_read(index: Any) -> np.ndarray:
     return record(int(index))
 
 
-def _one_thread_run(make_dataset: Callable[..., Any], n: int) -> None:
+def _one_thread_run(make_dataset: Callable[..., Any], n: int) -> list[list[int | None]]:
     # Instant reads and a long switch interval: a thread the answer starts itself (a producer
     # filling a shared buffer) runs as far ahead as it may before the dataset copies an element.
     # The elements are read only after both iterations: one that still shares the answer's
@@ -97,3 +106,4 @@ def _one_thread_run(make_dataset: Callable[..., Any], n: int) -> None:
                 f"yield each of the {n} records exactly once (expected {n} elements), but it "
                 f"yielded {len(got)}: {problem}. A tf.data.Dataset can be iterated again and "
                 f"again; each iteration must start from the beginning.")
+    return [first, second]

@@ -63,9 +63,15 @@ def _counts(stats: Any, exercise: str = "ServedStats") -> tuple[int, int]:
             plain(stats.failed(), f"{exercise}.failed()", int))
 
 
-def served_on_one_thread(stats_class: Callable[..., Any]) -> None:
+def served_on_one_thread(stats_class: Callable[..., Any]) -> dict[str, Any]:
     """The contract on one thread, within :data:`TIMEOUT_S`: records come back unchanged, a
-    failing read's error is raised again, and the counts match; AssertionError if not."""
+    failing read's error is raised again, and the counts match; AssertionError if not.
+
+    Returns:
+        What it saw (the judge's observation): the records ``stats(0)`` and ``stats(2)``
+        returned, whether ``stats(1)`` ``"raised"`` or ``"returned"``, and ``[served(),
+        failed()]`` afterwards.
+    """
     calls = "stats(0), stats(1) (its read raises), stats(2)"
 
     def body() -> tuple[list[Any], tuple[int, int]]:
@@ -82,8 +88,9 @@ def served_on_one_thread(stats_class: Callable[..., Any]) -> None:
 
     got, counts = bounded("ServedStats", f"on one thread, {calls}", body, TIMEOUT_S)
     what = "ServedStats: on one thread"
-    if _identify(_values(got[0], f"{what}, stats(0)")) != 0 \
-            or _identify(_values(got[2], f"{what}, stats(2)")) != 2:
+    records = [_identify(_values(got[0], f"{what}, stats(0)")),
+               _identify(_values(got[2], f"{what}, stats(2)"))]
+    if records != [0, 2]:
         raise AssertionError(f"{what}, stats(0) and stats(2) should return read(0) and read(2) "
                              "unchanged")
     if got[1] != "raised":
@@ -92,16 +99,22 @@ def served_on_one_thread(stats_class: Callable[..., Any]) -> None:
     if counts != (2, 1):
         raise AssertionError(f"{what}, after {calls}: served() == {counts[0]} and failed() == "
                              f"{counts[1]}; expected 2 and 1")
+    return {"records": records, "second": got[1], "counts": [int(c) for c in counts]}
 
 
 def run_served(stats_class: Callable[..., Any], *, seed: int = SEED,
-               max_schedules: int = SERVED_SCHEDULES) -> Result:
+               max_schedules: int = SERVED_SCHEDULES, observed: list | None = None) -> Result:
     """Explore two threads calling one object as tf.data's workers would, two calls each
     (one read served, one read failing); ``served()`` and ``failed()`` must then count
-    exactly the calls that returned and that raised."""
+    exactly the calls that returned and that raised. When ``observed`` is given, each
+    schedule appends what it saw (for the judge): the calls' outcomes in the order they
+    finished, and ``served()`` and ``failed()`` afterwards."""
 
     def check(run: _ServedRun) -> None:
         served, failed = _counts(run.stats)
+        if observed is not None:
+            observed.append({"outcomes": list(run.outcomes), "served": int(served),
+                             "failed": int(failed)})
         want = (run.outcomes.count("served"), run.outcomes.count("failed"))
         assert (served, failed) == want, (
             f"{want[0]} calls returned a record and {want[1]} raised, so expected served() "
@@ -116,11 +129,30 @@ def run_served(stats_class: Callable[..., Any], *, seed: int = SEED,
                    seed=seed, max_schedules=max_schedules, timeout_s=TIMEOUT_S)
 
 
+class _OverlapRun:
+    """One explored schedule of :func:`run_overlap`: the student's object, and what each of
+    the two calls returned (stored by the grader's workers)."""
+
+    def __init__(self, stats: Any) -> None:
+        self.stats = stats
+        self.got: list[Any] = [None, None]
+
+    def call(self, index: int) -> None:
+        self.got[index] = self.stats(index)
+
+
 def run_overlap(stats_class: Callable[..., Any], *, seed: int = SEED,
-                max_schedules: int = OVERLAP_SCHEDULES) -> Result:
+                max_schedules: int = OVERLAP_SCHEDULES, observed: list | None = None) -> Result:
     """Explore two threads calling one object, ``stats(0)`` and ``stats(1)``, whose reads each
     wait until the other read has started. Reads that overlap finish in every schedule; an
-    object that makes one read wait for another (a lock held through ``read``) deadlocks."""
+    object that makes one read wait for another (a lock held through ``read``) deadlocks.
+    When ``observed`` is given, each schedule in which both calls finished appends the records
+    they returned (None for anything but a record), for the judge."""
+
+    def check(run: _OverlapRun) -> bool:
+        if observed is not None:
+            observed.append([_identify_any(value) for value in run.got])
+        return True
 
     def setup() -> Any:
         started = [threading.Event(), threading.Event()]
@@ -131,15 +163,25 @@ def run_overlap(stats_class: Callable[..., Any], *, seed: int = SEED,
             started[1 - index].wait()
             return record(index)
 
-        return stats_class(read)
+        return _OverlapRun(stats_class(read))
 
-    return explore(setup, [lambda stats: stats(0), lambda stats: stats(1)], lambda _: True,
+    return explore(setup, [lambda run: run.call(0), lambda run: run.call(1)], check,
                    seed=seed, max_schedules=max_schedules, timeout_s=TIMEOUT_S)
 
 
-def served_by_a_parallel_map(stats_class: Callable[..., Any]) -> tuple[int, int]:
+def _identify_any(value: Any) -> int | None:
+    """The record ``value`` is, or None when it is not one (or no array of numbers at all)."""
+    try:
+        return _identify(_values(value))
+    except Exception:  # noqa: BLE001 - the student's value: anything but a record is None
+        return None
+
+
+def served_by_a_parallel_map(stats_class: Callable[..., Any],
+                             observed: list | None = None) -> tuple[int, int]:
     """Map :data:`SERVED_RECORDS` records in parallel through ``tf.numpy_function(stats, ...)``
-    on tf.data's own threads (bounded); ``(served(), failed())`` afterwards.
+    on tf.data's own threads (bounded); ``(served(), failed())`` afterwards. When ``observed``
+    is given, the records that came back (sorted) are appended to it, for the judge.
 
     Raises:
         AssertionError: the map failed or hung, or a record came back changed.
@@ -161,4 +203,6 @@ def served_by_a_parallel_map(stats_class: Callable[..., Any]) -> tuple[int, int]
     if found != list(range(SERVED_RECORDS)):
         raise AssertionError(f"{exercise}: a parallel map over records 0-{SERVED_RECORDS - 1} "
                              f"gave back records {found}; expected each one, unchanged")
+    if observed is not None:
+        observed.extend(found)
     return _counts(stats)

@@ -1,0 +1,117 @@
+"""Lesson 05's judge: the student's stress test and explorer against the hidden ledgers, and the
+benchmark's numbers on servers of known physics, from what ran."""
+
+from __future__ import annotations
+
+import math
+
+from autograder.judges import expect, field, items
+
+# The check's plans and settings (``autograder.checks.stress_tests``; a test ties them).
+#: Exercise 1's hidden ledgers in the order they run (the seeded shuffle of the racy and the
+#: correct ones), each with whether it is racy.
+STRESS_LEDGERS = [
+    ("TupleLedger", False), ("LockPerCallLedger", True), ("ShardedLedger", False),
+    ("LockedLedger", False), ("UnlockedReaderLedger", True), ("TwoLocksLedger", True),
+    ("SplitUpdateLedger", True), ("AssignLedger", True), ("VariableLedger", False),
+    ("ReadOutsideLedger", True), ("HalfAtomicLedger", True), ("QueueLedger", False),
+]
+#: Exercise 3's hidden pure-Python ledgers, alike.
+EXPLORE_LEDGERS = [
+    ("PlainLockPerCall", True), ("PlainTwoLocks", True), ("PlainUnlockedReader", True),
+    ("PlainLedger", True), ("PlainRLock", False), ("PlainTuple", False), ("PlainLocked", False),
+    ("PlainOrderDeadlock", True), ("PlainLostNoTear", True),
+]
+#: Exercise 2's workload: threads, calls per thread, and the servers' sleep (seconds).
+THREADS = 4
+CALLS = 6
+SLEEP_S = 0.004
+#: The servers ``measure`` ran on, by the names the check gives them.
+OVERLAPPING = "overlapping sleeps"
+LOCKED = "sleeps behind one lock"
+ALTERNATING = "calls of 1 ms and 12 ms in turns"
+
+
+def _ledgers(seen: dict, plan: list[tuple[str, bool]]) -> list[dict]:
+    """The report's ledgers, which must be the graded plan's, in its order."""
+    ledgers = items(seen, "ledgers", dict, at_least=0, at_most=len(plan))
+    ran = [(field(row, "name", str), field(row, "racy", bool)) for row in ledgers]
+    expect(ran == plan, f"the test ran against {len(ran)} hidden ledgers, not the graded "
+                        f"{len(plan)} in their order")
+    return ledgers
+
+
+def check_stress_test(seen: dict) -> None:
+    """The student's test raised on every racy ledger and returned on every correct one."""
+    for number, row in enumerate(_ledgers(seen, STRESS_LEDGERS), 1):
+        verdict = field(row, "verdict", str)
+        wanted = "raised" if row["racy"] else "returned"
+        expect(verdict == wanted, f"ledger {number} ({'racy' if row['racy'] else 'correct'}): "
+                                  f"the test {verdict}, not {wanted}")
+
+
+def check_explore_ledger(seen: dict) -> None:
+    """The student's explorer returned a harness Result that is ok (a pass) for every correct
+    ledger, and for every racy one returned a Result that is not ok, or anything else, or
+    raised (as the check counts it), never hung."""
+    for number, row in enumerate(_ledgers(seen, EXPLORE_LEDGERS), 1):
+        outcome = field(row, "outcome", str)
+        result = field(row, "result", (dict, type(None)))
+        is_result = result is not None and field(result, "type", str) == "Result"
+        passed = is_result and field(result, "ok", bool) and field(result, "verdict", str) \
+            == "pass" and field(result, "schedules", int) > 0
+        if row["racy"]:
+            found = outcome == "raised" or (
+                outcome == "returned" and result is not None
+                and (not is_result or (field(result, "ok", bool) is False
+                                       and field(result, "verdict", str) != "pass")))
+            expect(found, f"ledger {number} (racy): the explorer {outcome} without a failing "
+                          f"Result")
+        else:
+            expect(outcome == "returned" and passed,
+                   f"ledger {number} (correct): the explorer {outcome} without an ok Result")
+
+
+def _numbers(seen: dict, name: str) -> tuple[float, list[float], float]:
+    numbers = field(seen, name, dict)
+    wall = field(numbers, "wall_s", float)
+    latencies = items(numbers, "latencies_s", float, at_least=0, at_most=10_000)
+    expect(all(math.isfinite(latency) for latency in latencies),
+           f"on {name} a latency is not a finite number")
+    return wall, latencies, field(numbers, "throughput", float)
+
+
+def check_measure(seen: dict) -> None:
+    """On each server: one positive latency per call, throughput = calls / wall_s, no call
+    longer than the run, latencies adding up to at most threads x wall_s, sleeps at least as
+    long as they sleep; overlapping sleeps overlapped, locked ones did not, and the short and
+    long calls were told apart (the check's own bounds)."""
+    calls = THREADS * CALLS
+    results = {}
+    for name in (OVERLAPPING, LOCKED, ALTERNATING):
+        wall, latencies, throughput = _numbers(seen, name)
+        results[name] = (wall, latencies)
+        where = f"on {name}"
+        expect(len(latencies) == calls, f"{where}: {len(latencies)} latencies, not {calls}")
+        expect(wall > 0 and min(latencies) > 0 and throughput > 0,
+               f"{where}: a number was not positive")
+        expect(not abs(throughput * wall / calls - 1) > 0.02,
+               f"{where}: throughput {throughput:.1f}/s is not {calls} calls / wall_s")
+        expect(not max(latencies) > wall * 1.02, f"{where}: a call took longer than wall_s")
+        expect(not sum(latencies) > THREADS * wall * 1.05,
+               f"{where}: the latencies add up to more than threads x wall_s")
+        if name != ALTERNATING:
+            expect(not min(latencies) < SLEEP_S * 0.95,
+                   f"{where}: a latency of {min(latencies) * 1000:.2f} ms, shorter than the "
+                   f"{SLEEP_S * 1000:.0f} ms sleep")
+    serial = THREADS * CALLS * SLEEP_S
+    overlapped, busy = results[OVERLAPPING][0], sum(results[OVERLAPPING][1])
+    expect(not overlapped > 0.6 * busy,
+           f"on {OVERLAPPING}: wall_s {overlapped:.3f} s against {busy:.3f} s of calls: the "
+           f"threads ran one after another")
+    locked = results[LOCKED][0]
+    expect(not locked < serial * 0.98,
+           f"on {LOCKED}: wall_s {locked:.3f} s, under the {serial:.3f} s the calls need")
+    latencies = sorted(results[ALTERNATING][1])
+    expect(not latencies[-1] < 3 * latencies[0],
+           f"on {ALTERNATING}: the longest latency is under 3 x the shortest")

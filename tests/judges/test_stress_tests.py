@@ -1,0 +1,109 @@
+"""Lesson 05's judge: accepts what the solution's runs observe, refuses a race's outcome."""
+
+import random
+import re
+import threading
+import time
+
+import pytest
+
+from autograder.checks import stress_tests
+from autograder.harness import explore
+from autograder.judges import Rejected
+from autograder.judges import stress_tests as judge
+from tests.checks.grading_runs import judged, solution_namespace
+
+CHECKS = ("check_stress_test", "check_measure", "check_explore_ledger")
+
+
+@pytest.fixture(scope="module")
+def observed():
+    solved = solution_namespace("05_stress", {"threading": threading, "time": time,
+                                              "explore": explore, "stress_tests": stress_tests})
+    return {
+        "check_stress_test": judged(stress_tests.check_stress_test, solved["stress_ledger"]),
+        "check_measure": judged(stress_tests.check_measure, solved["measure"]),
+        "check_explore_ledger": judged(stress_tests.check_explore_ledger,
+                                       solved["explore_ledger"]),
+    }
+
+
+def test_the_judge_accepts_what_the_solution_observes(observed):
+    for check in CHECKS:
+        getattr(judge, check)(observed[check])
+
+
+def test_every_report_without_one_of_its_observations_is_refused(observed):
+    for check in CHECKS:
+        for key in observed[check]:
+            cut = {k: v for k, v in observed[check].items() if k != key}
+            with pytest.raises(Rejected, match=re.escape(key)):
+                getattr(judge, check)(cut)
+
+
+def _with_row(seen: dict, number: int, **changes) -> dict:
+    ledgers = [dict(row) for row in seen["ledgers"]]
+    ledgers[number - 1].update(changes)
+    return {**seen, "ledgers": ledgers}
+
+
+def test_a_stress_test_that_missed_a_racy_ledger_is_refused(observed):
+    seen = observed["check_stress_test"]
+    racy = next(n for n, row in enumerate(seen["ledgers"], 1) if row["racy"])
+    with pytest.raises(Rejected, match=f"ledger {racy} \\(racy\\): the test returned"):
+        judge.check_stress_test(_with_row(seen, racy, verdict="returned"))
+    correct = next(n for n, row in enumerate(seen["ledgers"], 1) if not row["racy"])
+    with pytest.raises(Rejected, match="the test hung"):
+        judge.check_stress_test(_with_row(seen, correct, verdict="hung"))
+    with pytest.raises(Rejected, match="not the graded 12"):
+        judge.check_stress_test({**seen, "ledgers": seen["ledgers"][:-1]})
+    with pytest.raises(Rejected, match="not the graded 12"):
+        judge.check_stress_test(_with_row(seen, racy, racy=False))
+
+
+def test_an_explorer_whose_result_passed_a_racy_ledger_is_refused(observed):
+    seen = observed["check_explore_ledger"]
+    racy = next(n for n, row in enumerate(seen["ledgers"], 1) if row["racy"])
+    passed = {"type": "Result", "ok": True, "verdict": "pass", "schedules": 40}
+    with pytest.raises(Rejected, match=f"ledger {racy} \\(racy\\)"):
+        judge.check_explore_ledger(_with_row(seen, racy, outcome="returned", result=passed))
+    correct = next(n for n, row in enumerate(seen["ledgers"], 1) if not row["racy"])
+    made = {"type": "Result", "ok": False, "verdict": "pass", "schedules": 40}
+    with pytest.raises(Rejected, match=f"ledger {correct} \\(correct\\)"):
+        judge.check_explore_ledger(_with_row(seen, correct, result=made))
+    with pytest.raises(Rejected, match=f"ledger {racy} \\(racy\\)"):
+        judge.check_explore_ledger(_with_row(seen, racy, outcome="hung", result=None))
+
+
+def _case(seen: dict, name: str, **changes) -> dict:
+    return {**seen, name: {**seen[name], **changes}}
+
+
+def test_a_benchmark_that_serialized_or_averaged_is_refused(observed):
+    seen = observed["check_measure"]
+    overlapping = seen[judge.OVERLAPPING]
+    one_after_another = sum(overlapping["latencies_s"])  # the threads ran in turn
+    with pytest.raises(Rejected, match="ran one after another"):
+        judge.check_measure(_case(seen, judge.OVERLAPPING, wall_s=one_after_another,
+                                  throughput=24 / one_after_another))
+    alternating = seen[judge.ALTERNATING]
+    average = sum(alternating["latencies_s"]) / 24  # every call given the mean latency
+    with pytest.raises(Rejected, match="longest latency"):
+        judge.check_measure(_case(seen, judge.ALTERNATING, latencies_s=[average] * 24))
+    with pytest.raises(Rejected, match="not 24 calls"):
+        judge.check_measure(_case(seen, judge.LOCKED, throughput=12 / seen[judge.LOCKED]["wall_s"]))
+    with pytest.raises(Rejected, match="23 latencies"):
+        judge.check_measure(_case(seen, judge.LOCKED,
+                                  latencies_s=seen[judge.LOCKED]["latencies_s"][:23]))
+
+
+def test_the_judges_constants_are_the_checks_settings():
+    for name in ("THREADS", "CALLS", "SLEEP_S"):
+        assert getattr(judge, name) == getattr(stress_tests, name), name
+    for plan, racy, correct in ((judge.STRESS_LEDGERS, stress_tests.RACY, stress_tests.CORRECT),
+                                (judge.EXPLORE_LEDGERS, stress_tests.GIL_HIDDEN_RACY,
+                                 stress_tests.GIL_HIDDEN_CORRECT)):
+        order = [(cls.__name__, True) for cls in racy] + [(cls.__name__, False)
+                                                          for cls in correct]
+        random.Random(stress_tests.SEED).shuffle(order)
+        assert plan == order
