@@ -299,8 +299,15 @@ def measure_forgets_threads(serve: Any, threads: int, calls: int) -> dict[str, A
     return {"wall_s": wall, "latencies_s": latencies, "throughput": calls / wall}
 
 
+def measure_infinite_wall(serve: Any, threads: int, calls: int) -> dict[str, Any]:
+    """Wrong: a wall time of infinity (a clock read never assigned), which every ``<`` and
+    ``>`` bound the check compares against lets through unless it is refused as not finite."""
+    _, latencies = _measure_threads(serve, threads, calls, together=True)
+    return {"wall_s": float("inf"), "latencies_s": latencies, "throughput": float("nan")}
+
+
 WRONG_MEASURES = [measure_one_after_another, measure_average_latency, measure_cpu_time,
-                  measure_forgets_threads]
+                  measure_forgets_threads, measure_infinite_wall]
 
 
 def measure_with_executor(serve: Any, threads: int, calls: int) -> dict[str, Any]:

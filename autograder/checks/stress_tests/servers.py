@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 import threading
 import time
@@ -72,6 +73,11 @@ def measure_problems(measure: Callable[..., Any],
         if len(latencies) != THREADS * CALLS:
             problems.append(f"{where}: expected {THREADS * CALLS} latencies, one per call, "
                             f"saw {len(latencies)}")
+            continue
+        if not all(math.isfinite(number) for number in (wall, throughput, *latencies)):
+            problems.append(f"{where}: expected finite numbers, saw wall_s={wall!r}, "
+                            f"throughput={throughput!r} and latencies from {min(latencies)!r} "
+                            f"to {max(latencies)!r}")
             continue
         if wall <= 0 or min(latencies) <= 0 or throughput <= 0:
             problems.append(f"{where}: expected every number positive, saw wall_s={wall:.4g}, "
