@@ -13,7 +13,7 @@ from autograder.grading.cells import Plan, Structure
 from autograder.grading.execute import Run
 from autograder.grading.feedback import scrub
 from autograder.grading.spec import JobResult, Status, set_status
-from autograder.judges import verdict
+from autograder.judges import Refusal, verdict
 from autograder.kernel import protocol
 from autograder.kernel.runner import make_plain_encoder
 
@@ -56,7 +56,7 @@ def _wrong_values(cell: dict, event: dict) -> bool:
                for value, want in zip(got, expected, strict=True))
 
 
-def _judged(cell: dict, event: dict) -> str | None:
+def _judged(cell: dict, event: dict) -> Refusal | None:
     """Why the judge refuses this test's hidden checks (the first refusal), or None.
 
     Every ``face.check_x(...)`` call of the test must have sent back what it observed, and the
@@ -69,13 +69,35 @@ def _judged(cell: dict, event: dict) -> str | None:
     if not calls:
         return None
     if not isinstance(got, list) or len(got) != len(cell.get("hidden") or []):
-        return "the kernel did not send what the hidden checks observed, so the test cannot pass"
+        return Refusal("the kernel did not send what the hidden checks observed, so the test "
+                       "cannot pass", malformed=True)
     for call, value in zip(cell["hidden"], got, strict=True):
         if "face" in call:
             refused = verdict(call["face"], call["check"], value)
             if refused is not None:
-                return f"{call['face']}.{call['check']}: {refused}"
+                return Refusal(f"{call['face']}.{call['check']}: {refused}",
+                               malformed=refused.malformed)
     return None
+
+
+def _refuse(gid: str, points: float, refused: Refusal, scores: dict,
+            result: JobResult) -> None:
+    """Score a test 0 whose check passed in the kernel but whose report the judge refused.
+
+    A malformed report (missing, extra, not plain) is not what any run of the check sends: the
+    notebook forged or cut it, so the notebook is ``tampered``. Well-formed observations of a
+    wrong answer after a passing check mean the kernel's check and the judge disagree (or the
+    report was rewritten with care): the test scores 0 and the instructor is told.
+    """
+    if refused.malformed:
+        set_status(result, Status.TAMPERED)
+        scores[gid] = (0.0, points, f"tampered: {scrub(refused)}")
+        result.notes.append(f"{gid}: the check passed in the notebook's process, but "
+                            f"{scrub(refused)}; that test scored 0.")
+        return
+    scores[gid] = (0.0, points, scrub(refused))
+    result.notes.append(f"Flagged for the instructor: {gid}: the check passed in the "
+                        f"notebook's process, but {scrub(refused)}; that test scored 0.")
 
 
 def score_tests(plan: Plan, run: Run, structure: Structure,
@@ -97,12 +119,7 @@ def score_tests(plan: Plan, run: Run, structure: Structure,
         elif _wrong_values(plan.cells[index], event):
             scores[gid] = (0.0, points, "a hidden test failed: the answer returned another value")
         elif refused := _judged(plan.cells[index], event):
-            # The kernel's check passed, yet its report does not show a correct answer: the
-            # report was not the check's own (forged, cut or rewritten by the notebook).
-            set_status(result, Status.TAMPERED)
-            scores[gid] = (0.0, points, f"tampered: {scrub(refused)}")
-            result.notes.append(f"{gid}: the check passed in the notebook's process, but "
-                                f"{scrub(refused)}; that test scored 0.")
+            _refuse(gid, points, refused, scores, result)
         elif event.get("error"):
             reason = _error_reason(event["error"], plan.cells)
             if TAMPER_PHRASE in reason:

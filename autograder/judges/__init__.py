@@ -44,6 +44,19 @@ class Malformed(Rejected):
     """The kernel's report is not the plain data the check sends (forged, cut or hostile)."""
 
 
+class Refusal(str):
+    """Why the judge refused a check's report (a str), and whether the report was malformed
+    (``malformed``: not what any run of the check sends, so the notebook forged or cut it)
+    rather than well-formed observations of a wrong answer."""
+
+    malformed: bool = False
+
+    def __new__(cls, reason: str, *, malformed: bool) -> Refusal:
+        refusal = super().__new__(cls, reason)
+        refusal.malformed = malformed
+        return refusal
+
+
 def expect(condition: bool, message: str) -> None:
     """Reject with ``message`` unless ``condition`` holds."""
     if condition is not True:
@@ -125,7 +138,7 @@ def judge_of(face: str, check: str) -> Callable[[dict], None] | None:
     return found if callable(found) else None
 
 
-def verdict(face: str, check: str, encoded: Any) -> str | None:
+def verdict(face: str, check: str, encoded: Any) -> Refusal | None:
     """None when the judge accepts what the kernel observed for ``face.check``; else why not.
 
     Args:
@@ -136,7 +149,7 @@ def verdict(face: str, check: str, encoded: Any) -> str | None:
     """
     judge = judge_of(face, check)
     if judge is None:
-        return f"the grader has no judge for {face}.{check}"
+        return Refusal(f"the grader has no judge for {face}.{check}", malformed=True)
     try:
         reports = decode(encoded)
         if type(reports) is not list or len(reports) != 1 or type(reports[0]) is not dict:
@@ -144,11 +157,12 @@ def verdict(face: str, check: str, encoded: Any) -> str | None:
             raise Malformed(f"the check must report its observations once, not {count} times")
         judge(reports[0])
     except Malformed as problem:
-        return (f"the judge could not read what the check observed ({problem}), so the test "
-                "cannot pass")
+        return Refusal(f"the judge could not read what the check observed ({problem}), so "
+                       "the test cannot pass", malformed=True)
     except Rejected as problem:
-        return f"the judge rejected what the check observed: {problem}"
+        return Refusal(f"the judge rejected what the check observed: {problem}",
+                       malformed=False)
     except Exception as problem:  # noqa: BLE001 - a report that breaks the judge never passes
-        return (f"the judge could not read what the check observed "
-                f"({type(problem).__name__}), so the test cannot pass")
+        return Refusal(f"the judge could not read what the check observed "
+                       f"({type(problem).__name__}), so the test cannot pass", malformed=True)
     return None
