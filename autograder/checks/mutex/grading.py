@@ -1,22 +1,36 @@
-"""The four graders hidden tests call: a smoke run on one thread, then the exercise's run."""
+"""The four graders hidden tests call: a smoke run on one thread, then the exercise's run.
+
+Each one that passes reports (:func:`~autograder.checks.kit.report`) what it saw for the
+host's judge (:mod:`autograder.judges.mutex`): what the one-thread run returned where the
+exercise has a contract on one thread, one entry per explored schedule, and how many
+schedules ran and whether the search covered every schedule.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from autograder.checks.kit import call_text, require, smoke
+from autograder.checks.kit import call_text, report, require, smoke
 from autograder.checks.mutex.metrics import (
     ERROR_LATENCY_S,
     OK_LATENCY_S,
     _describe,
+    _numbers,
     _read,
     run_metrics,
 )
 from autograder.checks.mutex.model_slot import OLD_VERSION, FakeModel, run_model_slot
 from autograder.checks.mutex.prediction_cache import FAST_KEY, run_cache
 from autograder.checks.mutex.replicas import Replica, run_move_slots
+from autograder.checks.mutex.settings import observed_number
 from autograder.checks.plain import plain
+from autograder.harness import Result
+
+
+def _explored(result: Result, runs: list) -> dict:
+    """What every check reports of its exploration: one entry per schedule, and the count."""
+    return {"runs": runs, "schedules": result.schedules_run, "covered": result.covered}
 
 
 def check_metrics(metrics_class: Callable[[], Any], **kwargs: Any) -> None:
@@ -39,9 +53,11 @@ def check_metrics(metrics_class: Callable[[], Any], **kwargs: Any) -> None:
             f"record({ERROR_LATENCY_S:g}, False) then snapshot() said {_describe(snap)}; "
             f"expected {_describe(want)}")
     deadlock = "record() or snapshot() waits for a lock that is never released."
-    require(run_metrics(metrics_class, **kwargs), exercise="ServerMetrics",
-            hints={"deadlock": deadlock},
+    runs: list = []
+    result = run_metrics(metrics_class, observed=runs, **kwargs)
+    require(result, exercise="ServerMetrics", hints={"deadlock": deadlock},
             again=call_text("mutex.run_metrics", "ServerMetrics", **kwargs))
+    report({"one_thread": _numbers(snap), **_explored(result, runs)})
 
 
 def check_cache(cache_class: Callable[[Callable[[str], Any]], Any], **kwargs: Any) -> None:
@@ -49,9 +65,11 @@ def check_cache(cache_class: Callable[[Callable[[str], Any]], Any], **kwargs: An
     smoke("PredictionCache", lambda: cache_class(lambda key: (key, 0)).get(FAST_KEY))
     deadlock = ("get() waits for a lock that is never released, or for a lock its own "
                 "thread already holds.")
-    require(run_cache(cache_class, **kwargs), exercise="PredictionCache",
-            hints={"deadlock": deadlock},
+    runs: list = []
+    result = run_cache(cache_class, observed=runs, **kwargs)
+    require(result, exercise="PredictionCache", hints={"deadlock": deadlock},
             again=call_text("mutex.run_cache", "PredictionCache", **kwargs))
+    report(_explored(result, runs))
 
 
 def check_move_slots(move_slots: Callable[[Any, Any, int], Any], **kwargs: Any) -> None:
@@ -64,6 +82,7 @@ def check_move_slots(move_slots: Callable[[Any, Any, int], Any], **kwargs: Any) 
             outcomes.append((move_slots(src, dst, n), src.slots, dst.slots))
 
     smoke("move_slots", once)
+    one_thread = []
     for (free, n), (moved, left, got), want in zip(((2, 1), (1, 2)), outcomes,
                                                    ((True, 1, 3), (False, 1, 2)), strict=True):
         moved = plain(moved, "move_slots: on one thread, move_slots()")
@@ -73,12 +92,15 @@ def check_move_slots(move_slots: Callable[[Any, Any, int], Any], **kwargs: Any) 
                 f"free to one with 2 returned {moved!r} and left {left} and {got}; expected "
                 f"{want[0]} and {want[1]} and {want[2]} (move only when the source has the "
                 "slots, and return whether it moved)")
+        one_thread.append([bool(moved), observed_number(left), observed_number(got)])
     deadlock = ("two moves in opposite directions each hold one replica's lock and wait "
                 "for the other's. Take the two locks in one fixed order whatever the "
                 "direction (or never hold both at once).")
-    require(run_move_slots(move_slots, **kwargs), exercise="move_slots",
-            hints={"deadlock": deadlock},
+    runs: list = []
+    result = run_move_slots(move_slots, observed=runs, **kwargs)
+    require(result, exercise="move_slots", hints={"deadlock": deadlock},
             again=call_text("mutex.run_move_slots", "move_slots", **kwargs))
+    report({"one_thread": one_thread, **_explored(result, runs)})
 
 
 def check_model_slot(slot_class: Callable[[Any, int], Any], **kwargs: Any) -> None:
@@ -90,6 +112,8 @@ def check_model_slot(slot_class: Callable[[Any, int], Any], **kwargs: Any) -> No
                 "exception), or a thread that holds a Lock tried to take it again (swap() "
                 "calling predict() under the lock needs an RLock, or a call that does "
                 "not lock).")
-    require(run_model_slot(slot_class, **kwargs), exercise="ModelSlot",
-            hints={"deadlock": deadlock},
+    runs: list = []
+    result = run_model_slot(slot_class, observed=runs, **kwargs)
+    require(result, exercise="ModelSlot", hints={"deadlock": deadlock},
             again=call_text("mutex.run_model_slot", "ModelSlot", **kwargs))
+    report(_explored(result, runs))

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from autograder.checks.mutex.settings import SCHEDULES, SEED, _explore
+from autograder.checks.mutex.settings import SCHEDULES, SEED, _explore, observed_number
 from autograder.checks.plain import plain
 from autograder.harness import Result
 
@@ -29,18 +29,26 @@ def _read(snap: Any) -> dict[str, Any]:
     return {name: snap[name] for name in _COUNTERS}
 
 
+def _numbers(snap: Mapping[str, Any]) -> list:
+    """A snapshot's four counters, in :data:`_COUNTERS` order, as the judge receives them."""
+    return [observed_number(snap[name]) for name in _COUNTERS]
+
+
 def _describe(snap: Mapping[str, Any]) -> str:
     return ", ".join(f"{name}={snap[name]:g}" for name in _COUNTERS)
 
 
 def run_metrics(metrics_class: Callable[[], Any], *, seed: int = SEED,
-                schedules: int = SCHEDULES) -> Result:
+                schedules: int = SCHEDULES, observed: list | None = None) -> Result:
     """Record requests from two threads while a third takes snapshots, under ``explore``.
 
     Thread 0 records two successful requests (latency 1.0 s each), thread 1 two failed ones
     (4.0 s each), thread 2 takes two snapshots. The check: every snapshot has
     ``ok + errors == requests`` and ``latency_total == 1.0 * ok + 4.0 * errors``, no snapshot
-    changed after it was returned, and the final snapshot counts all four requests.
+    changed after it was returned, and the final snapshot counts all four requests. When
+    ``observed`` is given, each schedule that passed appends (for the judge) its snapshots as
+    they were returned and as they read afterwards, and the final snapshot, each as its four
+    counters ``[requests, ok, errors, latency_total]``.
     """
     def setup() -> MetricsRun:
         return MetricsRun(metrics_class(), 2, 2)
@@ -59,6 +67,7 @@ def run_metrics(metrics_class: Callable[[], Any], *, seed: int = SEED,
             run.snapshots.append((snap, _read(snap)))
 
     def check(run: MetricsRun) -> None:
+        returned, later = [], []
         for snap, seen in run.snapshots:
             seen = plain(seen, "snapshot()")  # what it said when it returned, item by item
             if seen["ok"] + seen["errors"] != seen["requests"]:
@@ -74,6 +83,8 @@ def run_metrics(metrics_class: Callable[[], Any], *, seed: int = SEED,
                     f"{expected:g} for those requests. It was taken while record() was "
                     "half done")
             now = _read(plain(snap, "snapshot()", dict))
+            returned.append(_numbers(seen))
+            later.append(_numbers(now))
             if now != seen:
                 raise AssertionError(
                     f"a snapshot changed after snapshot() returned it: it said "
@@ -87,6 +98,8 @@ def run_metrics(metrics_class: Callable[[], Any], *, seed: int = SEED,
             raise AssertionError(
                 f"after {want['requests']} record() calls the final snapshot said "
                 f"{_describe(final)}, expected {_describe(want)}: an update was lost")
+        if observed is not None:
+            observed.append({"snapshots": returned, "later": later, "final": _numbers(final)})
 
     workers = [successful_requests, failed_requests, dashboard]
     return _explore(setup, workers, check, seed, schedules)

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from autograder.checks.mutex.settings import SCHEDULES, SEED, _explore
+from autograder.checks.mutex.settings import SCHEDULES, SEED, _explore, observed_number
 from autograder.checks.plain import plain
 from autograder.harness import Result
 
@@ -47,7 +47,7 @@ class SlotRun:
 
 
 def run_model_slot(slot_class: Callable[[Any, int], Any], *, seed: int = SEED,
-                   schedules: int = SCHEDULES) -> Result:
+                   schedules: int = SCHEDULES, observed: list | None = None) -> Result:
     """Serve from two threads, one sending a bad batch, while a third swaps, under ``explore``.
 
     The slot starts with model version 1. Thread 0 sends a batch with the wrong number of
@@ -56,7 +56,11 @@ def run_model_slot(slot_class: Callable[[Any, int], Any], *, seed: int = SEED,
     check: no deadlock (a lock left held by the failed call, or taken twice by one thread,
     shows as one), the bad batch raised, every answer ``(version, output)`` names the version
     that computed ``output``, the new model's first call was the example batch and came before
-    ``swap`` returned, and the predict after ``swap`` got version 2.
+    ``swap`` returned, and the predict after ``swap`` got version 2. When ``observed`` is
+    given, each schedule that passed appends (for the judge) whether the bad batch raised,
+    each answer as ``[version, version of the model that computed it]``, the batches the new
+    model served and those it had served when ``swap`` returned, and the version the request
+    made after ``swap`` got.
     """
     def setup() -> SlotRun:
         new = FakeModel(NEW_VERSION)
@@ -117,6 +121,21 @@ def run_model_slot(slot_class: Callable[[Any, int], Any], *, seed: int = SEED,
             raise AssertionError(
                 f"the request made after swap() returned got version {version}, expected "
                 f"{NEW_VERSION}")
+        if observed is not None:
+            answers = [plain(answer, "predict()") for _, answer in run.answers]
+            observed.append({
+                "bad_raised": not run.problems,
+                "answers": [[observed_number(answer[0]), observed_number(answer[1][0])]
+                            for answer in answers],
+                "new_calls": [_name(call) for call in calls],
+                "calls_at_swap": [_name(call) for call in plain(
+                    run.calls_when_swap_returned, "the batches swap() passed to the new model")],
+                "after_swap": observed_number(version)})
 
     workers = [bad_then_good_request, one_request, swap_then_request]
     return _explore(setup, workers, check, seed, schedules)
+
+
+def _name(batch_name: Any) -> str | None:
+    """A batch's name as the judge receives it (None for anything but a str)."""
+    return batch_name if type(batch_name) is str else None

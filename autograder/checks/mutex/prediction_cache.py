@@ -36,14 +36,18 @@ class CacheRun:
 
 
 def run_cache(cache_class: Callable[[Callable[[str], Any]], Any], *, seed: int = SEED,
-              schedules: int = SCHEDULES) -> Result:
+              schedules: int = SCHEDULES, observed: list | None = None) -> Result:
     """Two threads miss the same slow key while a third asks for a fast key, under ``explore``.
 
     Threads 0 and 1 call ``get("slow")``; thread 2 waits until the slow build has started and
     calls ``get("fast")``. Building ``"slow"`` waits until ``get("fast")`` has returned (the
     scheduler lets that wait give up only when no thread can move). The check: ``compute`` ran
     exactly once per key, both callers of ``"slow"`` got the object ``compute`` returned, and
-    ``get("fast")`` returned while ``"slow"`` was being built.
+    ``get("fast")`` returned while ``"slow"`` was being built. When ``observed`` is given,
+    each schedule that passed appends (for the judge) the keys ``compute`` ran for, how often
+    the build of ``"slow"`` gave up waiting for ``get("fast")``, the key of each value the
+    ``get("slow")`` and ``get("fast")`` calls returned, and whether the two ``get("slow")``
+    calls returned the same object.
     """
     def setup() -> CacheRun:
         run = CacheRun()
@@ -100,6 +104,21 @@ def run_cache(cache_class: Callable[[Callable[[str], Any]], Any], *, seed: int =
             raise AssertionError(
                 f"the two get({SLOW_KEY!r}) calls returned different objects ({first!r} and "
                 f"{second!r}); every caller must get the one cached object")
+        if observed is not None:
+            observed.append({
+                "computed": [key if type(key) is str else None for key in run.computed],
+                "gave_up": len(run.blocked_by_slow),
+                "slow": [_key_of(value) for value in plain(run.slow, f"get({SLOW_KEY!r})")],
+                "fast": [_key_of(value) for value in plain(run.fast, f"get({FAST_KEY!r})")],
+                "same_object": first is second})
 
     workers = [get_slow, get_slow, get_fast_during_slow_build]
     return _explore(setup, workers, check, seed, schedules)
+
+
+def _key_of(value: Any) -> str | None:
+    """The key a value ``get`` returned was built for (``compute`` returns ``(key, build)``),
+    as the judge receives it; None for anything else."""
+    if type(value) is tuple and len(value) == 2 and type(value[0]) is str:
+        return value[0]
+    return None

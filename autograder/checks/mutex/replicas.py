@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from autograder.checks.mutex.settings import SCHEDULES, SEED, _explore
+from autograder.checks.mutex.settings import SCHEDULES, SEED, _explore, observed_number
 from autograder.checks.plain import plain
 from autograder.harness import Result
 from autograder.harness.primitives import OwnedLock
@@ -65,7 +65,7 @@ class SlotsRun:
 
 
 def run_move_slots(move_slots: Callable[[Any, Any, int], Any], *, seed: int = SEED,
-                   schedules: int = SCHEDULES) -> Result:
+                   schedules: int = SCHEDULES, observed: list | None = None) -> Result:
     """Move slots A -> B and B -> A at once while a request thread uses both, under ``explore``.
 
     Replicas ``a`` and ``b`` start with 2 free slots each. Thread 0 calls
@@ -80,6 +80,10 @@ def run_move_slots(move_slots: Callable[[Any, Any, int], Any], *, seed: int = SE
     Engine and bound: ``explore`` only (no TensorFlow here); every schedule with at most one
     preemption or other departure from round-robin order (about 100 schedules for the answers
     in the tests), then 100 seeded samples.
+
+    When ``observed`` is given, each schedule that passed appends (for the judge) how many
+    unguarded reads and changes each replica saw, the lowest and the final free slots of each,
+    the requests in flight and what the two moves returned (``a->b`` first).
     """
     def setup() -> SlotsRun:
         return SlotsRun(Replica("a", SLOTS_EACH), Replica("b", SLOTS_EACH))
@@ -131,6 +135,14 @@ def run_move_slots(move_slots: Callable[[Any, Any, int], Any], *, seed: int = SE
             raise AssertionError(
                 f"replica a ended with {a} free slots, expected {want_a} after the moves that "
                 f"returned True ({moved})")
+        if observed is not None:
+            replicas = (run.a, run.b)
+            observed.append({
+                "unguarded": [len(replica.unguarded) for replica in replicas],
+                "lowest": [observed_number(replica.lowest) for replica in replicas],
+                "slots": [observed_number(replica._slots) for replica in replicas],
+                "in_flight": run.in_flight,
+                "moved": [observed_number(moved[key]) for key in ("a->b", "b->a")]})
 
     workers = [move_a_to_b, move_b_to_a, serve_two_requests_on_a]
     return _explore(setup, workers, check, seed, schedules)

@@ -1,9 +1,12 @@
-"""Lesson 02's fixed seed, search bound and time budget, and the one ``explore`` call using them."""
+"""Lesson 02's fixed seed, search bound and time budget, the one ``explore`` call using them,
+and how a number an answer gave is reported to the judge."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import Any
+
+import numpy as np
 
 from autograder.harness import Result, explore
 
@@ -21,6 +24,17 @@ SAMPLES = 100
 #: finishes a schedule (a busy-wait loop) fails with a "timeout" verdict after this long.
 TIMEOUT_S = 60.0
 FEATURES = 8
+
+
+def observed_number(value: Any) -> int | float | bool | None:
+    """A number an answer gave, already read as plain data, as the judge receives it: an exact
+    ``int``, ``float`` or ``bool`` as it is, an array of one number as that number, anything
+    else None (which no judge accepts)."""
+    if type(value) in (int, float, bool):
+        return value
+    if type(value) is np.ndarray and value.size == 1:
+        return observed_number(value.item())
+    return None
 
 
 def _explore(setup: Callable[[], Any], workers: Sequence[Callable[[Any], Any]],
