@@ -354,3 +354,62 @@ def _choice_problems(run: ChoiceRun, readers: int, updates: int,
                    "in your own measurement")
         problems.append(f"chose {run.chosen!r}, expected {run.expected!r}: {why}")
     return problems
+
+
+def _choice_observation(run: ChoiceRun) -> dict:
+    """What one passing ``choose_publisher`` call did, as plain data for the judge.
+
+    Per candidate, in the order of the returned table (which breaks ties in the choice): how
+    many publishers were made for it, the versions published in order, when the first and
+    the last publish started and when the last one ended, how many threads read and how many
+    of them also published, every reader thread's reads (in all, during the writer's run,
+    after it, and when its last read ended), the reads in all and the torn ones, the time from
+    the first read's start to the last read's end (the grader's clock), and what the table
+    reported. With ``chosen``: the name it chose.
+    """
+    candidates = []
+    for name in run.table:
+        reads = run.recorder.reads.get(name, [])
+        publishes = run.recorder.publishes.get(name, [])
+        writer_threads = {ident for ident, _, _, _ in publishes}
+        reader_threads = {ident for ident, _, _, _ in reads}
+        writer_start = publishes[0][2] if publishes else None
+        writer_done = publishes[-1][3] if publishes else None
+        per_reader = []
+        for thread in sorted(reader_threads):
+            mine = [r for r in reads if r[0] == thread]
+            per_reader.append({
+                "reads": len(mine),
+                "during": sum(start < writer_done and end > writer_start
+                              for _, start, end, _ in mine) if publishes else 0,
+                "late": sum(start > writer_done for _, start, _, _ in mine) if publishes else 0,
+                "last_end": max(end for _, _, end, _ in mine)})
+        entry = run.table[name]
+        candidates.append({
+            "name": name,
+            "instances": run.recorder.instances[name],
+            "versions": [version for _, version, _, _ in publishes],
+            "writer_start": writer_start,
+            "last_start": publishes[-1][2] if publishes else None,
+            "writer_done": writer_done,
+            "reader_threads": len(reader_threads),
+            "shared_threads": len(writer_threads & reader_threads),
+            "readers": per_reader,
+            "reads": len(reads),
+            "torn": sum(bool(r[3]) for r in reads),
+            "span": (max(r[2] for r in reads) - min(r[1] for r in reads)) if reads else 0.0,
+            "table": {key: _observed_number(entry[key])
+                      for key in ("reads", "torn", "reads_per_s", "updates_per_s")}})
+    return {"chosen": run.chosen if type(run.chosen) is str else None,
+            "candidates": candidates}
+
+
+def _observed_number(value: Any) -> int | float | bool | None:
+    """A number the answer reported, already read as plain data, as the judge receives it: an
+    exact ``int``, ``float`` or ``bool`` as it is, an array of one number as that number,
+    anything else None (which no judge accepts)."""
+    if type(value) in (int, float, bool):
+        return value
+    if type(value) is np.ndarray and value.size == 1:
+        return _observed_number(value.item())
+    return None

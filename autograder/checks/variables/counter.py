@@ -63,7 +63,10 @@ def _steps_variable(counter: Any) -> Any:
     return steps
 
 
-def _counter_check(expected: int) -> Callable[[CounterTrial], None]:
+def _counter_check(expected: int, observed: list | None = None
+                   ) -> Callable[[CounterTrial], None]:
+    """The step counter's check; when ``observed`` is given, each run that passed appends (for
+    the judge) the variable's final count and the step numbers each thread's calls returned."""
     def check(trial: CounterTrial) -> None:
         recorded = int(_steps_variable(trial.counter).numpy())
         if recorded != expected:
@@ -94,6 +97,8 @@ def _counter_check(expected: int) -> Callable[[CounterTrial], None]:
                 raise AssertionError(
                     f"expected later calls on one thread to get later step numbers, but one "
                     f"thread got {mine[:6]}")
+        if observed is not None:
+            observed.append({"recorded": recorded, "numbers": by_thread})
     return check
 
 
@@ -108,7 +113,8 @@ def _counter_workers(steps: int, threads: int) -> list[Callable[[CounterTrial], 
 
 
 def run_step_counter_explore(counter_class: Callable[[], Any], *, seed: int = SEED,
-                             schedules: int = COUNTER_SCHEDULES) -> Result:
+                             schedules: int = COUNTER_SCHEDULES, observed: list | None = None
+                             ) -> Result:
     """Two threads call ``step()`` twice each under ``explore``, ``tf.function``s run eagerly.
 
     TF ops run atomically; the scheduler switches between them, wherever the answer's Python
@@ -123,7 +129,8 @@ def run_step_counter_explore(counter_class: Callable[[], Any], *, seed: int = SE
     runs on every eager call, so eager mode can only hide a race, never add one).
 
     Search bound: every schedule with at most one preemption (26-50 schedules for the answers
-    in the tests), then seeded samples up to ``schedules``.
+    in the tests), then seeded samples up to ``schedules``. When ``observed`` is given, each
+    schedule that passed appends what it saw (see :func:`_counter_check`).
     """
     import tensorflow as tf
 
@@ -135,19 +142,24 @@ def run_step_counter_explore(counter_class: Callable[[], Any], *, seed: int = SE
     eager = tf.config.functions_run_eagerly()
     tf.config.run_functions_eagerly(True)
     try:
-        return explore(setup, _counter_workers(steps, threads), _counter_check(threads * steps),
+        return explore(setup, _counter_workers(steps, threads),
+                       _counter_check(threads * steps, observed),
                        seed=seed, max_schedules=schedules, timeout_s=TIMEOUT_S, callbacks=True)
     finally:
         tf.config.run_functions_eagerly(eager)
 
 
 def run_step_counter_stress(counter_class: Callable[[], Any], *, seed: int = SEED,
-                            trials: int = COUNTER_TRIALS) -> Result:
-    """Four real threads call ``step()`` 50 times each, released together, per trial."""
+                            trials: int = COUNTER_TRIALS, observed: list | None = None
+                            ) -> Result:
+    """Four real threads call ``step()`` 200 times each, released together, per trial. When
+    ``observed`` is given, each trial that passed appends what it saw (see
+    :func:`_counter_check`)."""
     threads, steps = COUNTER_STRESS_THREADS, COUNTER_STRESS_STEPS
 
     def setup() -> CounterTrial:
         return CounterTrial(counter_class(), [[] for _ in range(threads)])
 
-    return stress(setup, _counter_workers(steps, threads), _counter_check(threads * steps),
+    return stress(setup, _counter_workers(steps, threads),
+                  _counter_check(threads * steps, observed),
                   trials=trials, seed=seed, timeout_s=TIMEOUT_S)

@@ -1,13 +1,19 @@
-"""The three graders hidden tests call: a smoke run on one thread, then the exercise's runs."""
+"""The three graders hidden tests call: a smoke run on one thread, then the exercise's runs.
+
+Each one that passes reports (:func:`~autograder.checks.kit.report`) what it saw for the
+host's judge (:mod:`autograder.judges.variables`): what the one-thread run returned, one entry
+per ``stress`` trial and per explored schedule and how many ran, or what ``choose_publisher``
+measured, reported and chose next to what the grader's candidates recorded.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from autograder.checks.kit import call_text, require, smoke
+from autograder.checks.kit import call_text, report, require, smoke
 from autograder.checks.plain import plain_array
-from autograder.checks.variables.choice import _choice_problems, run_choice
+from autograder.checks.variables.choice import _choice_observation, _choice_problems, run_choice
 from autograder.checks.variables.counter import (
     _step_number,
     _steps_variable,
@@ -42,22 +48,29 @@ def check_step_counter(counter_class: Callable[[], Any], **kwargs: Any) -> None:
     schedule with at most one preemption, then seeded samples up to 80 schedules. A race in
     the Python around or inside the TF calls fails every run, whatever the seed.
     """
+    one_thread: list[int] = []
+
     def once() -> None:
         counter = counter_class()
         _steps_variable(counter)
         first, second = _step_number(counter.step()), _step_number(counter.step())
         assert (first, second) == (1, 2), f"two calls to step() returned {first}, {second}, " \
             "expected 1, 2"
+        one_thread.extend((first, second))
     smoke("StepCounter", once, timeout_s=TIMEOUT_S)
     stress_kwargs = {k: v for k, v in kwargs.items() if k != "schedules"}
     explore_kwargs = {k: v for k, v in kwargs.items() if k != "trials"}
-    require(run_step_counter_stress(counter_class, **stress_kwargs), exercise="StepCounter",
-            hints=_COUNTER_HINTS,
+    trials: list = []
+    stressed = run_step_counter_stress(counter_class, observed=trials, **stress_kwargs)
+    require(stressed, exercise="StepCounter", hints=_COUNTER_HINTS,
             again=call_text("variables.run_step_counter_stress", "StepCounter", **stress_kwargs))
-    require(run_step_counter_explore(counter_class, **explore_kwargs), exercise="StepCounter",
-            hints=_COUNTER_HINTS,
+    runs: list = []
+    explored = run_step_counter_explore(counter_class, observed=runs, **explore_kwargs)
+    require(explored, exercise="StepCounter", hints=_COUNTER_HINTS,
             again=call_text("variables.run_step_counter_explore", "StepCounter",
                             **explore_kwargs))
+    report({"one_thread": one_thread, "trials": trials, "trials_run": stressed.schedules_run,
+            "runs": runs, "schedules": explored.schedules_run, "covered": explored.covered})
 
 
 _PUBLISHER_HINTS = {
@@ -79,6 +92,7 @@ def check_publisher(publisher_class: Callable[[Any], Any], **kwargs: Any) -> Non
     Keras calls fails every run, whatever the seed.
     """
     pool = _pool(LAYERS)
+    one_thread: list[list[int]] = []
 
     def once() -> None:
         publisher = publisher_class(pool.fresh())
@@ -91,19 +105,25 @@ def check_publisher(publisher_class: Callable[[Any], Any], **kwargs: Any) -> Non
         assert after.tolist() == [FIRST_VERSION + 1] * LAYERS, \
             f"after publish(version {FIRST_VERSION + 1}), predict() served versions " \
             f"{after.tolist()}"
+        one_thread.extend(([int(v) for v in before], [int(v) for v in after]))
 
     smoke("WeightPublisher", once, timeout_s=TIMEOUT_S)
     stress_kwargs = {k: v for k, v in kwargs.items() if k != "schedules"}
     explore_kwargs = {k: v for k, v in kwargs.items() if k not in ("trials", "updates",
                                                                     "readers")}
-    require(run_publisher_stress(publisher_class, pool=pool, **stress_kwargs),
-            exercise="WeightPublisher", hints=_PUBLISHER_HINTS,
+    trials: list = []
+    stressed = run_publisher_stress(publisher_class, pool=pool, observed=trials,
+                                    **stress_kwargs)
+    require(stressed, exercise="WeightPublisher", hints=_PUBLISHER_HINTS,
             again=call_text("variables.run_publisher_stress", "WeightPublisher",
                             **stress_kwargs))
-    require(run_publisher_explore(publisher_class, **explore_kwargs),
-            exercise="WeightPublisher", hints=_PUBLISHER_HINTS,
+    runs: list = []
+    explored = run_publisher_explore(publisher_class, observed=runs, **explore_kwargs)
+    require(explored, exercise="WeightPublisher", hints=_PUBLISHER_HINTS,
             again=call_text("variables.run_publisher_explore", "WeightPublisher",
                             **explore_kwargs))
+    report({"one_thread": one_thread, "trials": trials, "trials_run": stressed.schedules_run,
+            "runs": runs, "schedules": explored.schedules_run, "covered": explored.covered})
 
 
 def check_choice(choose: Callable[..., Any], *, seed: int = SEED) -> None:
@@ -112,3 +132,4 @@ def check_choice(choose: Callable[..., Any], *, seed: int = SEED) -> None:
     problems = _choice_problems(run, CHOICE_READERS, CHOICE_UPDATES)
     if problems:
         raise AssertionError("choose_publisher: " + "; ".join(problems[:3]))
+    report(_choice_observation(run))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -57,12 +58,18 @@ class PublishTrial:
     errors: list[str] = field(default_factory=list)
 
 
-def _publisher_check(min_updates: int) -> Callable[[PublishTrial], None]:
+def _publisher_check(min_updates: int, observed: list | None = None
+                     ) -> Callable[[PublishTrial], None]:
+    """The publisher's check. When ``observed`` is given, each run that passed appends (for the
+    judge) the versions published, each with the clock when its ``publish`` returned (None when
+    the run has no clock: under ``explore`` no read counts as after a publish), and every read
+    as ``[reader, clock at its start, lowest and highest layer version it got]``."""
     def check(trial: PublishTrial) -> None:
         if trial.errors:
             raise AssertionError(trial.errors[0])
         published = dict(trial.published)
         last_version = FIRST_VERSION + len(published)
+        seen_reads = []
         if (sorted(published) != list(range(FIRST_VERSION + 1, last_version + 1))
                 or len(published) < min_updates):
             raise AssertionError(f"expected the writer to publish versions from "
@@ -74,6 +81,8 @@ def _publisher_check(min_updates: int) -> Callable[[PublishTrial], None]:
             for start, outputs in reads:
                 versions = read_versions(plain_array(outputs, f"reader {index}'s predict()"),
                                          trial.layers)
+                seen_reads.append([index, float(start), int(versions.min()),
+                                   int(versions.max())])
                 if versions.min() != versions.max():
                     raise AssertionError(
                         f"expected every prediction computed with one version in every "
@@ -103,6 +112,11 @@ def _publisher_check(min_updates: int) -> Callable[[PublishTrial], None]:
                 raise AssertionError(
                     f"reader {index}'s last read, made after the writer was done, got version "
                     f"{last}: expected the last version published, {last_version}")
+        if observed is not None:
+            observed.append({
+                "published": [[version, at if math.isfinite(at) else None]
+                              for version, at in trial.published],
+                "reads": seen_reads})
     return check
 
 
@@ -169,13 +183,15 @@ def _pool(layers: int) -> _ModelPool:
 
 def run_publisher_stress(publisher_class: Callable[[Any], Any], *, seed: int = SEED,
                          trials: int = PUBLISHER_TRIALS, updates: int = PUBLISHER_UPDATES,
-                         readers: int = PUBLISHER_READERS, pool: _ModelPool | None = None
-                         ) -> Result:
+                         readers: int = PUBLISHER_READERS, pool: _ModelPool | None = None,
+                         observed: list | None = None) -> Result:
     """One real writer thread publishes up to ``updates`` versions while ``readers`` serve.
 
     The writer stops early, after at least :data:`PUBLISHER_MIN_UPDATES` versions, once it has
     been busy :data:`PUBLISHER_BUDGET_S`. Readers keep calling ``predict`` until the writer is
-    done (pausing :data:`READ_GAP_S` between two calls), then read once more.
+    done (pausing :data:`READ_GAP_S` between two calls), then read once more. When
+    ``observed`` is given, each trial that passed appends what it saw (see
+    :func:`_publisher_check`).
     """
     pool = pool or _pool(LAYERS)
 
@@ -186,7 +202,8 @@ def run_publisher_stress(publisher_class: Callable[[Any], Any], *, seed: int = S
         return trial
 
     workers = _publisher_workers(updates, readers, pool.weights, pool.batch)
-    return stress(setup, workers, _publisher_check(min(updates, PUBLISHER_MIN_UPDATES)),
+    return stress(setup, workers,
+                  _publisher_check(min(updates, PUBLISHER_MIN_UPDATES), observed),
                   trials=trials, seed=seed,
                   timeout_s=TIMEOUT_S)
 
@@ -235,8 +252,8 @@ def _set_layer_by_layer(model: Any) -> None:
 
 
 def run_publisher_explore(publisher_class: Callable[[Any], Any], *, seed: int = SEED,
-                          schedules: int = PUBLISHER_SCHEDULES, pool: _ModelPool | None = None
-                          ) -> Result:
+                          schedules: int = PUBLISHER_SCHEDULES, pool: _ModelPool | None = None,
+                          observed: list | None = None) -> Result:
     """A writer publishes a version while one reader serves twice, under ``explore``.
 
     Keras calls run atomically here, so this finds races in the Python around them: a version
@@ -245,7 +262,8 @@ def run_publisher_explore(publisher_class: Callable[[Any], Any], *, seed: int = 
     while the writer may be publishing, waits until the writer is done, and reads again: that
     last read must see the last version. The workers and the layer-by-layer ``set_weights``
     are glue (no decision points of their own, one between two layers), so the search spends
-    its bound (:data:`PUBLISHER_DEVIATIONS` switches) on the answer's code.
+    its bound (:data:`PUBLISHER_DEVIATIONS` switches) on the answer's code. When ``observed``
+    is given, each schedule that passed appends what it saw (see :func:`_publisher_check`).
     """
     pool = pool or _pool(EXPLORE_LAYERS)
     _set_layer_by_layer(pool.model)
@@ -273,7 +291,7 @@ def run_publisher_explore(publisher_class: Callable[[Any], Any], *, seed: int = 
         trial.done.wait()
         mine.append((0.0, predict(batch)))
 
-    return explore(setup, [reader, writer], _publisher_check(updates), seed=seed,
+    return explore(setup, [reader, writer], _publisher_check(updates, observed), seed=seed,
                    max_schedules=schedules, timeout_s=TIMEOUT_S, strategy=EXPLORE_STRATEGY,
                    deviations=PUBLISHER_DEVIATIONS, samples=PUBLISHER_SAMPLES,
                    glue=(writer, reader, _stepped_set_weights))
