@@ -17,6 +17,7 @@ overshoot, no duplicate, none missing), every ``take()`` after the budget was sp
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -51,7 +52,7 @@ def _step(value: Any, what: str = "take()") -> int | None:
     return int(number)
 
 
-def _check(run: BudgetRun) -> None:
+def _check(run: BudgetRun, observed: list | None = None) -> None:
     t_max = run.t_max
     taken = [_step(s) for mine in run.steps for s in mine]
     counts = Counter(taken)
@@ -89,6 +90,9 @@ def _check(run: BudgetRun) -> None:
             f"{[float(n) for n in range(1, t_max + 1)]} (in any order), saw {list(returns)}"
             + (": an episode's return was lost (two actors rebuilt the list at once)"
                if len(returns) < t_max else ""))
+    if observed is not None:
+        observed.append({"taken": sorted(taken), "after": late, "T": t_value,
+                         "returns": sorted(float(r) for r in returns)})
 
 
 def _actor(index: int, t_max: int) -> Callable[[BudgetRun], None]:
@@ -107,9 +111,15 @@ def _actor(index: int, t_max: int) -> Callable[[BudgetRun], None]:
 
 def run_budget(budget_class: Callable[[int], Any], *, seed: int = SEED,
                schedules: int = BUDGET_SCHEDULES, t_max: int = BUDGET_T_MAX,
-               actors: int = BUDGET_ACTORS) -> Result:
-    """Explore ``actors`` actors sharing one ``budget_class(t_max)`` (see the module)."""
+               actors: int = BUDGET_ACTORS, observed: list | None = None) -> Result:
+    """Explore ``actors`` actors sharing one ``budget_class(t_max)`` (see the module).
+
+    When ``observed`` is given, each schedule that passes appends what it saw (for the
+    judge): the step numbers handed out, what each actor's last ``take()`` returned, ``T``
+    and the returns recorded.
+    """
     workers = [_actor(k, t_max) for k in range(actors)]
-    return explore(lambda: BudgetRun(budget_class, t_max, actors), workers, _check, seed=seed,
+    return explore(lambda: BudgetRun(budget_class, t_max, actors), workers,
+                   functools.partial(_check, observed=observed), seed=seed,
                    max_schedules=schedules, timeout_s=TIMEOUT_S, samples=BUDGET_SAMPLES,
                    deviations=BUDGET_DEVIATIONS, glue=workers)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -9,7 +10,7 @@ import numpy as np
 
 from autograder.checks.a3c.budget import run_budget
 from autograder.checks.a3c.learner import learner_pool, run_learner
-from autograder.checks.a3c.model import grid_gradients, grid_weights, version_of
+from autograder.checks.a3c.model import flat_outputs, grid_gradients, grid_weights, version_of
 from autograder.checks.a3c.network import run_shared_network
 from autograder.checks.a3c.settings import TIMEOUT_S
 from autograder.checks.a3c.versioned import (
@@ -18,7 +19,7 @@ from autograder.checks.a3c.versioned import (
     run_versioned_stress,
     version_pool,
 )
-from autograder.checks.kit import call_text, require, smoke
+from autograder.checks.kit import call_text, report, require, smoke
 from autograder.checks.plain import plain
 
 _NETWORK_HINTS = {
@@ -29,12 +30,29 @@ _NETWORK_HINTS = {
 }
 
 
+def _explored(result: Any, schedules: list) -> dict[str, Any]:
+    """An ``explore`` run as the judge reads it: each schedule's observation, how many ran,
+    whether they covered every schedule, and how many the bounded search ran (0 when its bound
+    was not reached; the search then samples a fixed number more)."""
+    bounded = re.search(r"\((\d+) schedules?\)", result.bound or "")
+    return {"schedules": schedules, "schedules_run": result.schedules_run,
+            "covered": bool(result.covered),
+            "bounded": (result.schedules_run if result.covered
+                        else int(bounded.group(1)) if bounded else 0)}
+
+
 def check_shared_network(make_network: Callable[[], Any], **kwargs: Any) -> None:
-    """Grade ``make_shared_network`` (exercise 1; see :func:`run_shared_network`)."""
-    result = run_shared_network(make_network, **kwargs)
+    """Grade ``make_shared_network`` (exercise 1; see :func:`run_shared_network`).
+
+    Reports (for the judge) per trial the traces counted while the actors ran, the weights
+    before and after, and every output with the one-thread output for its actor's state.
+    """
+    trials: list = []
+    result = run_shared_network(make_network, observed=trials, **kwargs)
     require(result, exercise="make_shared_network", hints=_NETWORK_HINTS,
             hint=None if result.schedules_run else "",
             again=call_text("a3c.run_shared_network", "make_shared_network", **kwargs))
+    report({"trials": trials, "trials_run": result.schedules_run})
 
 
 _LEARNER_HINTS = {
@@ -48,10 +66,14 @@ _LEARNER_HINTS = {
 
 
 def check_learner(learner_class: Callable[[Any, Any], Any], **kwargs: Any) -> None:
-    """Grade a ``SharedLearner`` class (exercise 2): one thread first, then real threads."""
+    """Grade a ``SharedLearner`` class (exercise 2): one thread first, then real threads.
+
+    Reports (for the judge) the one-thread ``optimizer.iterations`` and the weights' largest
+    difference from ``w0 - lr * (g1 + g2)``, and per trial what :func:`run_learner` saw.
+    """
     pool = learner_pool()
 
-    def once() -> tuple[int, bool]:
+    def once() -> tuple[int, bool, float]:
         start = grid_weights(pool.model, 1)
         grads = grid_gradients(pool.model, 2, 2)
         model, optimizer = pool.fresh(start)
@@ -62,20 +84,25 @@ def check_learner(learner_class: Callable[[Any, Any], Any], **kwargs: Any) -> No
         from autograder.checks.a3c.model import expected_after
 
         expected = expected_after(start, grads)
-        exact = all(np.array_equal(np.asarray(v.numpy(), "float64"), e)
-                    for v, e in zip(model.trainable_variables, expected, strict=True))
-        return int(optimizer.iterations.numpy()), exact
+        got = [np.asarray(v.numpy(), "float64") for v in model.trainable_variables]
+        exact = all(np.array_equal(g, e) for g, e in zip(got, expected, strict=True))
+        largest = max((float(np.abs(g - e).max()) for g, e in zip(got, expected, strict=True)
+                       if g.shape == e.shape and g.size), default=0.0)
+        return int(optimizer.iterations.numpy()), exact, largest
 
-    iterations, exact = smoke("SharedLearner", once, timeout_s=TIMEOUT_S)
+    iterations, exact, largest = smoke("SharedLearner", once, timeout_s=TIMEOUT_S)
     if (iterations, exact) != (2, True):
         raise AssertionError(
             "SharedLearner: on one thread, two push() calls and close() left "
             f"optimizer.iterations at {iterations} and the weights "
             f"{'as expected' if exact else 'not at w0 - lr * (g1 + g2)'}; expected 2 applies "
             "through optimizer.apply_gradients, each gradient once")
-    require(run_learner(learner_class, **kwargs), exercise="SharedLearner",
-            hints=_LEARNER_HINTS,
+    trials: list = []
+    result = run_learner(learner_class, observed=trials, **kwargs)
+    require(result, exercise="SharedLearner", hints=_LEARNER_HINTS,
             again=call_text("a3c.run_learner", "SharedLearner", **kwargs))
+    report({"one_thread": {"iterations": iterations, "largest_difference": largest},
+            "trials": trials, "trials_run": result.schedules_run})
 
 
 _BUDGET_HINTS = {
@@ -88,7 +115,11 @@ _BUDGET_HINTS = {
 
 
 def check_budget(budget_class: Callable[[int], Any], **kwargs: Any) -> None:
-    """Grade a ``StepBudget`` class (exercise 3): one thread first, then ``explore``."""
+    """Grade a ``StepBudget`` class (exercise 3): one thread first, then ``explore``.
+
+    Reports (for the judge) what the one-thread calls returned, and per schedule what
+    :func:`run_budget` saw.
+    """
 
     def once() -> tuple[Any, ...]:
         budget = budget_class(2)
@@ -104,8 +135,11 @@ def check_budget(budget_class: Callable[[int], Any], **kwargs: Any) -> None:
             f"StepBudget: on one thread, {calls} gave take() = {got[0]!r}, {got[1]!r}, "
             f"{got[2]!r}, T = {got[3]!r} and returns = {got[4]!r}; expected 1, 2, None, T = 2 "
             "and returns = [1.5]")
-    require(run_budget(budget_class, **kwargs), exercise="StepBudget", hints=_BUDGET_HINTS,
+    schedules: list = []
+    result = run_budget(budget_class, observed=schedules, **kwargs)
+    require(result, exercise="StepBudget", hints=_BUDGET_HINTS,
             again=call_text("a3c.run_budget", "StepBudget", **kwargs))
+    report({"one_thread": [*got[:4], list(got[4])], **_explored(result, schedules)})
 
 
 _VERSIONED_HINTS = {
@@ -118,7 +152,11 @@ _VERSIONED_HINTS = {
 
 
 def check_versioned(network_class: Callable[[Any, Any], Any], **kwargs: Any) -> None:
-    """Grade a ``VersionedNetwork`` class (exercise 4): one thread, ``stress``, ``explore``."""
+    """Grade a ``VersionedNetwork`` class (exercise 4): one thread, ``stress``, ``explore``.
+
+    Reports (for the judge) the one-thread acts' outputs and versions and the first learn's
+    version, each ``stress`` trial's learns and acts, and each ``explore`` schedule's.
+    """
     pool = version_pool()
 
     def once() -> tuple[Any, ...]:
@@ -129,6 +167,7 @@ def check_versioned(network_class: Callable[[Any, Any], Any], **kwargs: Any) -> 
         return before, learned, after
 
     before, learned, after = smoke("VersionedNetwork", once, timeout_s=TIMEOUT_S)
+    one_thread: dict[str, Any] = {"acts": []}
     for when, result, want in (("before any learn", before, 0), ("after one learn", after, 1)):
         if not isinstance(result, tuple) or len(result) != 2:
             raise AssertionError(f"VersionedNetwork: act() {when} returned "
@@ -141,15 +180,21 @@ def check_versioned(network_class: Callable[[Any, Any], Any], **kwargs: Any) -> 
                 f"with outputs of version "
                 f"{'(none)' if seen is None else int(seen - FIRST_WEIGHT)}; expected version "
                 f"{want} and its outputs")
-    if plain(learned, "learn()", (int,)) != 1:
+        one_thread["acts"].append([int(version), *(float(v) for v in flat_outputs(result[0]))])
+    one_thread["learned"] = int(plain(learned, "learn()", (int,)))
+    if one_thread["learned"] != 1:
         raise AssertionError(f"VersionedNetwork: the first learn() returned {learned!r}; "
                              "expected the new version, 1")
     stress_kwargs = {k: v for k, v in kwargs.items() if k != "schedules"}
     explore_kwargs = {k: v for k, v in kwargs.items() if k in ("seed", "schedules")}
-    require(run_versioned_stress(network_class, **stress_kwargs), exercise="VersionedNetwork",
-            hints=_VERSIONED_HINTS,
+    trials: list = []
+    stressed = run_versioned_stress(network_class, observed=trials, **stress_kwargs)
+    require(stressed, exercise="VersionedNetwork", hints=_VERSIONED_HINTS,
             again=call_text("a3c.run_versioned_stress", "VersionedNetwork", **stress_kwargs))
-    require(run_versioned_explore(network_class, **explore_kwargs),
-            exercise="VersionedNetwork", hints=_VERSIONED_HINTS,
+    schedules: list = []
+    explored = run_versioned_explore(network_class, observed=schedules, **explore_kwargs)
+    require(explored, exercise="VersionedNetwork", hints=_VERSIONED_HINTS,
             again=call_text("a3c.run_versioned_explore", "VersionedNetwork",
                             **explore_kwargs))
+    report({"one_thread": one_thread, "trials": trials, "trials_run": stressed.schedules_run,
+            **_explored(explored, schedules)})

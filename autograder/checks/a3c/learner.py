@@ -14,6 +14,7 @@ no thread the answer started may outlive it.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import threading
 import time
@@ -133,8 +134,17 @@ def _lost_iterations_message(iterations: int, pushes: int) -> str:
     return f"{seen}: {iterations - pushes} more applies than gradients (a gradient applied twice?)"
 
 
-def _check(trial: LearnerTrial) -> None:
-    overlap = _overlapping(list(trial.calls))
+def _applies_seen(calls: list[tuple[int, float, float]]) -> list[list]:
+    """The optimizer's ``apply`` calls as the judge reads them: ``[thread, start, end]``, the
+    threads numbered 0, 1, ... in the order they first applied."""
+    numbers: dict[int, int] = {}
+    return [[numbers.setdefault(thread, len(numbers)), float(start), float(end)]
+            for thread, start, end in calls]
+
+
+def _check(trial: LearnerTrial, observed: list | None = None) -> None:
+    calls = list(trial.calls)
+    overlap = _overlapping(calls)
     close = getattr(trial.learner, "close", None)
     if not callable(close):
         raise AssertionError("the SharedLearner has no close() method")
@@ -179,6 +189,13 @@ def _check(trial: LearnerTrial) -> None:
                         f"{THREAD_EXIT_S:g} s later; close() must stop and join them")
     if problems:
         raise AssertionError("; ".join(problems))
+    if observed is not None:
+        observed.append({
+            "pushes": len(pushed), "iterations": iterations,
+            "differences": [float(np.abs(g - e).max()) if g.size else 0.0
+                            for g, e in zip(got, expected, strict=True)],
+            "applies": _applies_seen(calls), "closed": bool(outcome.finished),
+            "left": len(left)})
 
 
 def _left_running(before: set[int]) -> list[str]:
@@ -192,14 +209,18 @@ def _left_running(before: set[int]) -> list[str]:
 
 def run_learner(learner_class: Callable[[Any, Any], Any], *, trials: int = LEARNER_TRIALS,
                 threads: int = LEARNER_THREADS, pushes: int = LEARNER_PUSHES,
-                seed: int = SEED) -> Result:
+                seed: int = SEED, observed: list | None = None) -> Result:
     """Actors push gradients into ``learner_class(model, optimizer)`` from real threads at once.
 
     Per trial: the grader's network at fresh grid weights, its SGD optimizer at 0 iterations,
     a new ``SharedLearner``; ``threads`` actors released together each ``push`` ``pushes``
     seeded grid gradients; then ``close()`` (at most :data:`CLOSE_TIMEOUT_S`). The weights must
     equal the exact SGD sum, ``optimizer.iterations`` the number of pushes, and no thread
-    the answer started may still run :data:`THREAD_EXIT_S` after ``close()`` returned.
+    the answer started may still run :data:`THREAD_EXIT_S` after ``close()`` returned. When
+    ``observed`` is given, each trial that passes appends what it saw (for the judge): the
+    pushes, ``optimizer.iterations``, each variable's largest difference from the exact SGD
+    sum, the optimizer's ``apply`` calls made while the actors pushed, whether ``close()``
+    returned and how many of the answer's threads outlived it.
     """
     pool = learner_pool()
     plans = itertools.count()
@@ -226,5 +247,6 @@ def run_learner(learner_class: Callable[[Any, Any], Any], *, trials: int = LEARN
         run.__name__ = f"actor_{index}"
         return run
 
-    return stress(setup, [actor(k) for k in range(threads)], _check, trials=trials, seed=seed,
+    return stress(setup, [actor(k) for k in range(threads)],
+                  functools.partial(_check, observed=observed), trials=trials, seed=seed,
                   timeout_s=TIMEOUT_S)

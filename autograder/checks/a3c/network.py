@@ -115,9 +115,11 @@ def not_ready(model: Any) -> str | None:
     return None
 
 
-def _check(trial: NetworkTrial) -> None:
+def _check(trial: NetworkTrial, observed: list | None = None) -> None:
     model, count = trial.model, trial.count
     problems = []
+    outputs: list[list[float]] = []
+    expected: list[list[float]] = []
     if not count.intact:
         problems.append("the model's predict_step was replaced while the actors ran, so the "
                         "grader could not count its traces; leave the model's methods as "
@@ -137,6 +139,7 @@ def _check(trial: NetworkTrial) -> None:
                         f"{len(model.weights)} after: the actors' calls built part of it again")
     for index, (state, got) in enumerate(zip(trial.inputs, trial.outputs, strict=True)):
         want = flat_outputs(model.predict_on_batch(state))
+        expected.append([float(v) for v in want])
         for call in got:
             try:
                 values = flat_outputs(call) if isinstance(call, (list, tuple, dict)) else \
@@ -154,20 +157,30 @@ def _check(trial: NetworkTrial) -> None:
                 problems.append(f"actor {index}: predict_on_batch returned another output for "
                                 "its state than the same call on one thread afterwards")
                 break
+            outputs.append([float(v) for v in values])
         if problems:
             break
     if problems:
         raise AssertionError("; ".join(problems))
+    if observed is not None:
+        observed.append({"traces": int(traces), "intact": bool(count.intact),
+                         "weights_before": int(trial.weights),
+                         "weights_after": len(model.weights),
+                         "outputs": outputs, "expected": expected})
 
 
 def run_shared_network(make_network: Callable[[], Any], *, trials: int = NETWORK_TRIALS,
-                       threads: int = NETWORK_THREADS, seed: int = SEED) -> Result:
+                       threads: int = NETWORK_THREADS, seed: int = SEED,
+                       observed: list | None = None) -> Result:
     """Serve a fresh network from ``make_network()`` to actor threads released together.
 
     Per trial: ``make_network()`` on this thread, then ``threads`` real threads each call
     ``model.predict_on_batch(state)`` :data:`NETWORK_CALLS` times on a one-row state of its
     own. A trial passes when no actor raised, nothing was traced or built while they ran, and
-    every output equals the same call made on one thread afterwards.
+    every output equals the same call made on one thread afterwards. When ``observed`` is
+    given, each trial that passes appends what it saw (for the judge): the traces counted,
+    whether the count was intact, the weights before and after, every call's outputs (actor
+    by actor) and each actor's one-thread output.
 
     A network that is not built (:func:`not_ready`) fails before any thread starts.
     """
@@ -201,5 +214,6 @@ def run_shared_network(make_network: Callable[[], Any], *, trials: int = NETWORK
         run.__name__ = f"actor_{index}"
         return run
 
-    return stress(setup, [actor(k) for k in range(threads)], _check, trials=trials, seed=seed,
+    return stress(setup, [actor(k) for k in range(threads)],
+                  functools.partial(_check, observed=observed), trials=trials, seed=seed,
                   timeout_s=TIMEOUT_S)

@@ -111,15 +111,37 @@ def _act_result(result: Any, index: int) -> tuple[Any, int]:
     return outputs, _version(version, "the version act() returned")
 
 
-def _versioned_check(learns: int) -> Callable[[VersionedTrial], None]:
+def _acts_seen(acts: list[list[tuple[float, int, list[float]]]]) -> list[list]:
+    """Every actor's acts, run-length encoded for the judge: one entry ``[actor, count, first
+    start, last start, version, *outputs]`` per run of consecutive acts that reported the same
+    version with the same outputs. Lossless for what the check decides (the newest learn
+    before a run's last start is the newest before any of its acts), and short: a passing
+    actor sees each version in one run."""
+    runs: list[list] = []
+    for index, mine in enumerate(acts):
+        last: list | None = None
+        for start, version, values in mine:
+            if last is not None and last[4] == version and last[5:] == values:
+                last[1] += 1
+                last[3] = start
+                continue
+            last = [index, 1, start, start, version, *values]
+            runs.append(last)
+    return runs
+
+
+def _versioned_check(learns: int, observed: list | None = None
+                     ) -> Callable[[VersionedTrial], None]:
     def check(trial: VersionedTrial) -> None:
         learned = [(_version(v, "learn()"), at) for v, at in trial.learned]
+        seen_acts: list[list[tuple[float, int, list[float]]]] = []
         if [v for v, _ in learned] != list(range(1, learns + 1)):
             raise AssertionError(f"expected learn() to return the new version, 1 .. {learns} "
                                  f"in order, but it returned {[v for v, _ in learned][:8]}")
         for index, acts in enumerate(trial.acts):
             if not acts:
                 raise AssertionError(f"expected actor {index} to act, it never did")
+            seen_acts.append([])
             last = 0
             for start, result, _ in acts:
                 outputs, version = _act_result(result, index)
@@ -157,9 +179,14 @@ def _versioned_check(learns: int) -> Callable[[VersionedTrial], None]:
                         f"{newest}, and got version {version}: once learn() returns, every "
                         "later act must use that version or a newer one")
                 last = version
+                seen_acts[-1].append((float(start), version, [float(v) for v in values]))
             if last != learns:
                 raise AssertionError(f"actor {index}'s last act, made after the learner was "
                                      f"done, got version {last}; expected {learns}")
+        if observed is not None:
+            observed.append({"learned": [[v, float(at) if at < float("inf") else None]
+                                         for v, at in learned],
+                             "acts": _acts_seen(seen_acts)})
     return check
 
 
@@ -171,8 +198,13 @@ def _expected(version: int) -> float:
 
 def run_versioned_stress(network_class: Callable[[Any, Any], Any], *,
                          trials: int = VERSIONED_TRIALS, learns: int = VERSIONED_LEARNS,
-                         actors: int = VERSIONED_ACTORS, seed: int = SEED) -> Result:
-    """One real learner thread learns ``learns`` times while ``actors`` actors act (see above)."""
+                         actors: int = VERSIONED_ACTORS, seed: int = SEED,
+                         observed: list | None = None) -> Result:
+    """One real learner thread learns ``learns`` times while ``actors`` actors act (see above).
+
+    When ``observed`` is given, each trial that passes appends what it saw (for the judge):
+    each learn's version and when it returned, and the actors' acts (:func:`_acts_seen`).
+    """
     import threading
 
     pool = version_pool()
@@ -207,16 +239,20 @@ def run_versioned_stress(network_class: Callable[[Any, Any], Any], *,
         return run
 
     return stress(setup, [learner, *[actor(k) for k in range(actors)]],
-                  _versioned_check(learns), trials=trials, seed=seed, timeout_s=TIMEOUT_S)
+                  _versioned_check(learns, observed), trials=trials, seed=seed,
+                  timeout_s=TIMEOUT_S)
 
 
 def run_versioned_explore(network_class: Callable[[Any, Any], Any], *, seed: int = SEED,
-                          schedules: int = VERSIONED_SCHEDULES) -> Result:
+                          schedules: int = VERSIONED_SCHEDULES,
+                          observed: list | None = None) -> Result:
     """One learn while an actor acts during and after it, under ``explore`` (see above).
 
     Keras calls run whole here, so this finds races in the answer's own Python: a version
     counted apart from the weights, a stamp read outside the lock. The workers are glue (no
-    decision points of their own), so the search bound is spent on the answer's code.
+    decision points of their own), so the search bound is spent on the answer's code. When
+    ``observed`` is given, each schedule that passes appends what it saw, as
+    :func:`run_versioned_stress` does (a learn's time is None here: acts start at 0).
     """
     import threading
 
@@ -244,6 +280,6 @@ def run_versioned_explore(network_class: Callable[[Any, Any], Any], *, seed: int
         trial.done.wait()
         mine.append((0.0, act(pool.probe), None))
 
-    return explore(setup, [actor, learner], _versioned_check(learns), seed=seed,
+    return explore(setup, [actor, learner], _versioned_check(learns, observed), seed=seed,
                    max_schedules=schedules, timeout_s=TIMEOUT_S, samples=VERSIONED_SAMPLES,
                    deviations=VERSIONED_DEVIATIONS, glue=(actor, learner))

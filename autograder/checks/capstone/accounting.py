@@ -24,6 +24,7 @@ from autograder.checks.capstone.clients import (
     waiting_for_another,
 )
 from autograder.checks.capstone.models import (
+    _row,
     reference_outputs,
     requests_for,
     same_answer,
@@ -100,6 +101,32 @@ def _answers_problems(run: ClientRun, expected: dict[tuple[int, int], np.ndarray
     return problems
 
 
+def _outcome(call: Any) -> str:
+    """How one request ended, in the judge's words."""
+    if not call.end:
+        return "pending"
+    if call.error is None:
+        return "answered"
+    for kind in (ValueError, RuntimeError):
+        if isinstance(call.error, kind):
+            return kind.__name__
+    return "other"
+
+
+def _phase_seen(run: ClientRun, expected: dict[tuple[int, int], np.ndarray],
+                stats: dict[str, Any]) -> dict[str, Any]:
+    """One phase as the judge reads it: every request, client by client (how it ended, its
+    answer, its row's model output, None for a malformed row, and when it was sent), and
+    ``stats()`` after it."""
+    calls = [call for mine in run.calls for call in mine]
+    return {"outcomes": [_outcome(call) for call in calls],
+            "outputs": [_row(call.output) if call.end and call.error is None else None
+                        for call in calls],
+            "expected": [_row(expected.get((call.client, call.index))) for call in calls],
+            "starts": [float(call.start) for call in calls],
+            "stats": {key: stats[key] for key in ("requests", "batches", "errors")}}
+
+
 def _rows_with_bad(seed: int, clients: int, per_client: int, bad_clients: int
                    ) -> tuple[list[list[np.ndarray]], set[tuple[int, int]]]:
     """Request rows; the third request of the first ``bad_clients`` clients is malformed."""
@@ -112,7 +139,8 @@ def _rows_with_bad(seed: int, clients: int, per_client: int, bad_clients: int
 
 
 def accounting_problems(service_class: Callable[..., Any], *, seed: int = SEED,
-                        record: list[CloseRun] | None = None) -> list[str]:
+                        record: list[CloseRun] | None = None,
+                        observed: dict | None = None) -> list[str]:
     """Run the three phases of part 3 and return what went wrong (empty when all is right).
 
     1. One client sends :data:`ACCOUNT_SEQUENTIAL` requests one after another: each answer is
@@ -145,6 +173,10 @@ def accounting_problems(service_class: Callable[..., Any], *, seed: int = SEED,
         service_class: The answer.
         seed: Seeds the models and requests.
         record: Receives the close test's :class:`CloseRun` (what ``close()`` met).
+        observed: Receives what each phase that passed saw, for the judge: ``"sequential"``
+            and ``"concurrent"`` (:func:`_phase_seen`) and ``"close"`` (the same, and when
+            ``close()`` returned, whether it did, the service's threads still running after
+            it, and how a ``predict()`` after it ended).
     """
     before = set(threading.enumerate())
     model = serving_model(seed)
@@ -158,7 +190,8 @@ def accounting_problems(service_class: Callable[..., Any], *, seed: int = SEED,
     run = run_clients(service, rows, deadline_s=STUCK_S)
     if run.stuck:
         return [_stuck_message(run, "one client sent its requests one at a time", before)]
-    problems = _answers_problems(run, _expected(seed, rows), set())
+    expected = _expected(seed, rows)
+    problems = _answers_problems(run, expected, set())
     if problems:
         return problems
     stats = _stats(service)
@@ -167,6 +200,8 @@ def accounting_problems(service_class: Callable[..., Any], *, seed: int = SEED,
         return [f"after one client sent {ACCOUNT_SEQUENTIAL} requests one at a time, stats() "
                 f"was {stats!r}; expected {want} (requests come one at a time, so each is a "
                 "batch of one)"]
+    if observed is not None:
+        observed["sequential"] = _phase_seen(run, expected, stats)
 
     # Phase 2: many clients at once, a few malformed requests.
     rows, bad = _rows_with_bad(seed + 1, ACCOUNT_CLIENTS, ACCOUNT_REQUESTS,
@@ -175,7 +210,8 @@ def accounting_problems(service_class: Callable[..., Any], *, seed: int = SEED,
     if run.stuck:
         return [_stuck_message(run, f"{ACCOUNT_CLIENTS} clients sent requests at once",
                                before)]
-    problems = _answers_problems(run, _expected(seed, rows), bad)
+    expected = _expected(seed, rows)
+    problems = _answers_problems(run, expected, bad)
     if problems:
         return problems
     stats = _stats(service)
@@ -189,9 +225,11 @@ def accounting_problems(service_class: Callable[..., Any], *, seed: int = SEED,
         return [f"after {good} well-formed requests stats() reported {stats['batches']} "
                 f"batches; expected between {ACCOUNT_SEQUENTIAL + 1} and {good} (one model call"
                 " serves one or more requests)"]
+    if observed is not None:
+        observed["concurrent"] = _phase_seen(run, expected, stats)
     try:
         return _close_problems(service_class, seed, before | set(threading.enumerate()),
-                               record)
+                               record, observed)
     finally:
         _close_quietly(service)
 
@@ -253,7 +291,8 @@ class CloseRun:
 
 def _close_problems(service_class: Callable[..., Any], seed: int,
                     before: set[threading.Thread],
-                    record: list[CloseRun] | None = None) -> list[str]:
+                    record: list[CloseRun] | None = None,
+                    observed: dict | None = None) -> list[str]:
     gate = _Gate()
     model = slow_model(seed, record=gate)
     rows = requests_for(seed + 2, CLOSE_CLIENTS, CLOSE_REQUESTS)
@@ -342,6 +381,11 @@ def _close_problems(service_class: Callable[..., Any], seed: int,
     try:
         service.predict(rows[0][0])
     except RuntimeError:
+        if observed is not None:
+            observed["close"] = {**_phase_seen(run, expected, stats),
+                                 "returned": float(closing["returned"]),
+                                 "closed": bool(closing["finished"]), "left": len(left),
+                                 "after_close": "RuntimeError"}
         return []
     except Exception as error:  # noqa: BLE001 - reported to the student
         return [f"predict() after close() raised {describe_error(error)}; expected "

@@ -12,6 +12,7 @@ from autograder.checks import warmup
 from autograder.checks.capstone.clients import _close_quietly
 from autograder.checks.capstone.models import (
     _answer,
+    _row,
     reference_outputs,
     requests_for,
     same_answer,
@@ -34,12 +35,16 @@ class ColdTrial:
 
 def run_cold_start(service_class: Callable[..., Any], *, trials: int = COLD_TRIALS,
                    clients: int = CLIENTS, seed: int = SEED,
-                   record: list[ColdTrial] | None = None) -> Result:
+                   record: list[ColdTrial] | None = None,
+                   observed: list | None = None) -> Result:
     """Per trial: a never-called model, a new service, ``clients`` clients released together.
 
     Each client sends :data:`COLD_REQUESTS` requests of its own. A trial passes when no client
     raised, every answer equals the model's output for that client's row, and the model holds
-    exactly :data:`autograder.checks.warmup.EXPECTED_WEIGHTS` weights.
+    exactly :data:`autograder.checks.warmup.EXPECTED_WEIGHTS` weights. When ``observed`` is
+    given, each trial that passes appends what it saw (for the judge): the model's number of
+    weights, and every answer (client by client, None for none) with the model's output for
+    its row, in the same order.
     """
     counter = iter(range(10**6))
 
@@ -87,6 +92,11 @@ def run_cold_start(service_class: Callable[..., Any], *, trials: int = COLD_TRIA
                     break
             if problems:
                 raise AssertionError("; ".join(problems))
+            if observed is not None:
+                observed.append({
+                    "weights": len(trial.model.weights),
+                    "outputs": [_row(output) for outputs in trial.outputs for output in outputs],
+                    "expected": [_row(expected) for expected in trial.expected]})
         finally:
             _close_quietly(trial.service)
 

@@ -12,6 +12,7 @@ from autograder.checks.capstone.clients import _close_quietly, _grader_thread
 from autograder.checks.capstone.cold_start import ColdTrial, run_cold_start
 from autograder.checks.capstone.models import (
     _answer,
+    _row,
     reference_outputs,
     requests_for,
     same_answer,
@@ -26,11 +27,22 @@ from autograder.checks.capstone.settings import (
 )
 from autograder.checks.capstone.throughput import measure_speedup
 from autograder.checks.capstone.updates import run_weight_updates
-from autograder.checks.kit import call_text, describe_error, describe_threads, require, within
+from autograder.checks.kit import (
+    call_text,
+    describe_error,
+    describe_threads,
+    report,
+    require,
+    within,
+)
 
 
-def _smoke(service_class: Callable[..., Any], exercise: str) -> None:
-    """One service, one request, on one thread, bounded; a wrong answer gets a plain message."""
+def _smoke(service_class: Callable[..., Any], exercise: str) -> dict[str, Any]:
+    """One service, one request, on one thread, bounded; a wrong answer gets a plain message.
+
+    Returns:
+        The judge's observation: the answer and the model's output for its row.
+    """
     model = serving_model(SEED + 1)
     rows = requests_for(SEED + 1, 1, 2)[0]
     expected = reference_outputs(SEED + 1, rows)
@@ -59,42 +71,68 @@ def _smoke(service_class: Callable[..., Any], exercise: str) -> None:
         raise AssertionError(
             f"{exercise}: used on one thread, predict(x) returned {holder['output']!r}, "
             f"expected the model's output row for x, {np.round(expected[1], 4).tolist()}")
+    return {"output": _row(holder["output"]), "expected": _row(expected[1])}
 
 
 def check_cold_start(service_class: Callable[..., Any], **kwargs: Any) -> None:
-    """Grade part 1: a cold model served to 16 clients at once (see :func:`run_cold_start`)."""
-    _smoke(service_class, "InferenceService")
+    """Grade part 1: a cold model served to 16 clients at once (see :func:`run_cold_start`).
+
+    Reports (for the judge) the one-thread answer, and per trial the model's weights and
+    every answer with the model's output for its row.
+    """
+    smoke = _smoke(service_class, "InferenceService")
     seen: list[ColdTrial] = []
-    result = run_cold_start(service_class, record=seen, **kwargs)
+    trials: list = []
+    result = run_cold_start(service_class, record=seen, observed=trials, **kwargs)
     require(result, exercise="InferenceService, cold start",
             again=call_text("capstone.run_cold_start", "InferenceService", **kwargs),
             raised=seen[-1].errors if seen else (), by="the clients")
+    report({"smoke": smoke, "trials": trials, "trials_run": result.schedules_run})
 
 
 def check_weight_updates(service_class: Callable[..., Any], **kwargs: Any) -> None:
-    """Grade part 2: weights updated while serving (see :func:`run_weight_updates`)."""
-    _smoke(service_class, "InferenceService")
-    require(run_weight_updates(service_class, **kwargs),
-            exercise="InferenceService, weight updates",
+    """Grade part 2: weights updated while serving (see :func:`run_weight_updates`).
+
+    Reports (for the judge) the one-thread answer, and per trial when each update returned
+    and the versions of every answer each client got, with when it was sent.
+    """
+    smoke = _smoke(service_class, "InferenceService")
+    trials: list = []
+    result = run_weight_updates(service_class, observed=trials, **kwargs)
+    require(result, exercise="InferenceService, weight updates",
             again=call_text("capstone.run_weight_updates", "InferenceService", **kwargs))
+    report({"smoke": smoke, "trials": trials, "trials_run": result.schedules_run})
 
 
 def check_accounting(service_class: Callable[..., Any], *, seed: int = SEED) -> None:
-    """Grade part 3: no request lost or answered twice, exact stats, a clean close()."""
-    _smoke(service_class, "InferenceService")
+    """Grade part 3: no request lost or answered twice, exact stats, a clean close().
+
+    Reports (for the judge) the one-thread answer and, per phase, how every request ended,
+    its answer and its row's model output, and ``stats()`` (see :func:`accounting_problems`).
+    """
+    smoke = _smoke(service_class, "InferenceService")
+    phases: dict = {}
     try:
-        problems = accounting_problems(service_class, seed=seed)
+        problems = accounting_problems(service_class, seed=seed, observed=phases)
     except AssertionError as failure:  # stats() did not return plain counts
         problems = [str(failure)]
     if problems:
         raise AssertionError("InferenceService, accounting and close: " + "; ".join(problems))
+    report({"smoke": smoke, **phases})
 
 
 def check_throughput(service_class: Callable[..., Any], *, seed: int = SEED) -> None:
-    """Grade part 4: at least :data:`MIN_SPEEDUP` x the global lock's rate, little memory."""
-    _smoke(service_class, "InferenceService")
+    """Grade part 4: at least :data:`MIN_SPEEDUP` x the global lock's rate, little memory.
+
+    Reports (for the judge) the one-thread answer, the extra and the model's own weight
+    bytes, and every timed run of the lock and of the answer (requests and seconds; for the
+    answer also every answer, its row's model output and whether the model computed it).
+    """
+    smoke = _smoke(service_class, "InferenceService")
+    runs: dict = {}
     try:
-        speedup = measure_speedup(service_class, seed=seed, stop_if_copies=MAX_EXTRA_COPIES)
+        speedup = measure_speedup(service_class, seed=seed, stop_if_copies=MAX_EXTRA_COPIES,
+                                  observed=runs)
     except AssertionError as failure:
         raise AssertionError(f"InferenceService, throughput and memory: {failure}") from None
     problems = []
@@ -113,3 +151,5 @@ def check_throughput(service_class: Callable[..., Any], *, seed: int = SEED) -> 
             "the one model")
     if problems:
         raise AssertionError("InferenceService, throughput and memory: " + "; ".join(problems))
+    report({"smoke": smoke, "extra_bytes": int(speedup.extra_bytes),
+            "copy_bytes": int(speedup.copy_bytes), **runs})

@@ -69,6 +69,14 @@ def _answer(output: Any) -> np.ndarray:
     return np.array(plain_array(output, "predict()"))
 
 
+def _row(values: Any) -> list[float] | None:
+    """A row of numbers (an answer, or what it should be) as plain floats for the judge; None
+    for no answer."""
+    if values is None:
+        return None
+    return [float(v) for v in np.asarray(values, dtype="float64").reshape(-1)]
+
+
 def _pause(x: np.ndarray, seconds: np.ndarray) -> np.ndarray:
     time.sleep(float(seconds))
     return x

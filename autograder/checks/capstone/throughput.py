@@ -16,6 +16,7 @@ from autograder.checks.capstone.clients import (
     run_clients,
 )
 from autograder.checks.capstone.models import (
+    _row,
     reference_outputs,
     requests_for,
     same_answer,
@@ -75,15 +76,25 @@ def _warm_busy_model(seed: int) -> tuple[Any, list[np.ndarray]]:
 _BUSY = memo("the throughput check's model")
 
 
-def _served_by_the_model(run: ClientRun, seed: int, seen: list[np.ndarray]) -> None:
+def _served_by_the_model(run: ClientRun, seed: int, seen: list[np.ndarray],
+                         observed: dict | None = None) -> None:
     """Fail unless every answered request got the model's answer for its row, computed by the
     model the service was given (its slow layer saw the row's output).
+
+    Args:
+        run: The answer's clients.
+        seed: Seeds the model and the rows.
+        seen: The rows the model's slow layer computed.
+        observed: Receives, when the run passes, every answered request's answer, its row's
+            model output, and whether the model computed that output (for the judge).
 
     Raises:
         AssertionError: Naming the first wrong answer, or how many requests bypassed the model.
     """
     calls = [c for c in run.done if c.error is None]
     if not calls:
+        if observed is not None:
+            observed.update(outputs=[], expected=[], computed=[])
         return
     expected = reference_outputs(seed, [c.x for c in calls])
     for call, want in zip(calls, expected, strict=True):
@@ -96,13 +107,17 @@ def _served_by_the_model(run: ClientRun, seed: int, seen: list[np.ndarray]) -> N
     computed = [np.reshape(rows, (-1, width)) for rows in list(seen)
                 if np.size(rows) and np.shape(rows)[-1] == width]
     done = np.concatenate(computed) if computed else np.zeros((0, width), dtype="float32")
-    bypassed = sum(not np.any(np.all(np.isclose(done, want, rtol=1e-4, atol=1e-5), axis=1))
-                   for want in expected)
+    computed = [bool(np.any(np.all(np.isclose(done, want, rtol=1e-4, atol=1e-5), axis=1)))
+                for want in expected]
+    bypassed = sum(not found for found in computed)
     if bypassed:
         raise AssertionError(
             f"{bypassed} of the {len(calls)} requests were answered without the model the "
             "service was given computing them (its last layer never saw their rows): serve "
             "every request with that model, several requests per call")
+    if observed is not None:
+        observed.update(outputs=[_row(call.output) for call in calls],
+                        expected=[_row(want) for want in expected], computed=computed)
 
 
 def benchmark(service_class: Callable[..., Any], clients: int, *, requests: int,
@@ -169,7 +184,8 @@ class Speedup:
 
 def measure_speedup(service_class: Callable[..., Any], *, rounds: int = THROUGHPUT_ROUNDS,
                     requests: int = THROUGHPUT_REQUESTS, clients: int = CLIENTS,
-                    seed: int = SEED, stop_if_copies: float | None = None) -> Speedup:
+                    seed: int = SEED, stop_if_copies: float | None = None,
+                    observed: dict | None = None) -> Speedup:
     """Requests/s of the answer and of the global lock, ``rounds`` times each, alternately.
 
     First one answer run on :func:`serving_model` counts the extra Keras weight bytes (and
@@ -180,20 +196,36 @@ def measure_speedup(service_class: Callable[..., Any], *, rounds: int = THROUGHP
     (an answer cannot slow the one it is compared with, nor inherit another's changes), and
     every answer run must answer each request with its row's output, computed by the model
     the answer was given.
+
+    When ``observed`` is given, it receives (for the judge) every timed run after the memory
+    run, the unmeasured ones first: ``"lock_runs"``, ``[requests, seconds]`` each, and
+    ``"answer_runs"``, each also with every answer, its row's model output and whether the
+    model computed it (:func:`_served_by_the_model`).
     """
     answer_model, seen = _warm_busy_model(seed)  # new for every answer: none inherits a change
     lock_model, _ = _BUSY((seed, "lock"), lambda: _warm_busy_model(seed))
 
+    served: dict = {}
+
     def check_run(run: ClientRun) -> None:
-        _served_by_the_model(run, seed, seen)
+        _served_by_the_model(run, seed, seen, served)
 
     def rate(service: Callable[..., Any], rows: int) -> float:
         if service is GlobalLockService:
-            return benchmark(service, clients, requests=rows, seed=seed,
-                             model_factory=lambda _seed: lock_model).rate
+            measured = benchmark(service, clients, requests=rows, seed=seed,
+                                 model_factory=lambda _seed: lock_model)
+            if observed is not None:
+                observed.setdefault("lock_runs", []).append(
+                    [measured.requests, float(measured.seconds)])
+            return measured.rate
         seen.clear()
-        return benchmark(service, clients, requests=rows, seed=seed,
-                         model_factory=lambda _seed: answer_model, check_run=check_run).rate
+        served.clear()
+        measured = benchmark(service, clients, requests=rows, seed=seed,
+                             model_factory=lambda _seed: answer_model, check_run=check_run)
+        if observed is not None:
+            observed.setdefault("answer_runs", []).append(
+                {"requests": measured.requests, "seconds": float(measured.seconds), **served})
+        return measured.rate
 
     memory = benchmark(service_class, clients, requests=2, seed=seed, memory=True)
     copy = serving_model(seed)

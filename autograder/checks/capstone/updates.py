@@ -8,6 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from autograder.checks import variables
 from autograder.checks.cache import memo
 from autograder.checks.capstone.clients import _close_quietly
@@ -93,13 +95,37 @@ def _update_problems(trial: UpdateTrial) -> list[str]:
     return []
 
 
+def _reads_seen(trial: UpdateTrial) -> list[list]:
+    """Every client's answers, run-length encoded for the judge: one entry ``[client, count,
+    first start, last start, *row]`` per run of consecutive answers with the same output row
+    (its first :data:`~autograder.checks.variables.LAYERS` numbers, which name each layer's
+    version). Lossless for what the check decides (a run's answers share their versions, and
+    the newest update before its last start is the newest before any of them), and short: a
+    passing client sees each version in one run, so at most ``UPDATES + 1`` runs."""
+    runs: list[list] = []
+    for client, reads in enumerate(trial.reads):
+        last: list | None = None
+        for start, output in reads:
+            row = np.asarray(output, dtype="float64").reshape(-1, np.shape(output)[-1])[0]
+            values = [float(v) for v in row[:trial.layers]]
+            if last is not None and last[4:] == values:
+                last[1] += 1
+                last[3] = start
+                continue
+            last = [client, 1, start, start, *values]
+            runs.append(last)
+    return runs
+
+
 def run_weight_updates(service_class: Callable[..., Any], *, trials: int = UPDATE_TRIALS,
                        clients: int = UPDATE_CLIENTS, updates: int = UPDATES,
-                       seed: int = SEED) -> Result:
+                       seed: int = SEED, observed: list | None = None) -> Result:
     """Per trial: a new service on the versioned model, ``clients`` clients and one writer.
 
     The writer calls ``update_weights`` with versions ``FIRST_VERSION + 1 ..`` one after the
-    other; each client sends requests until the writer is done, then one more.
+    other; each client sends requests until the writer is done, then one more. When
+    ``observed`` is given, each trial that passes appends what it saw (for the judge): each
+    update's version and when it returned, and the clients' answers (:func:`_reads_seen`).
     """
     pool = _versioned_pool()
     pool.model.predict_on_batch(pool.example[None])
@@ -135,6 +161,9 @@ def run_weight_updates(service_class: Callable[..., Any], *, trials: int = UPDAT
             problems = _update_problems(trial)
             if problems:
                 raise AssertionError(problems[0])
+            if observed is not None:
+                observed.append({"published": [[version, at] for version, at in trial.published],
+                                 "reads": _reads_seen(trial)})
         finally:
             _close_quietly(trial.service)
 
