@@ -176,7 +176,8 @@ class LazyRun:
 
 
 def run_lazy_model_explore(lazy_class: Callable[..., Any], *, seed: int = SEED,
-                           schedules: int = LAZY_SCHEDULES) -> Result:
+                           schedules: int = LAZY_SCHEDULES,
+                           observed: list | None = None) -> Result:
     """Two threads call ``get()`` once each under ``explore``; Keras calls are one step each.
 
     The factory hands out one warm, built model (so every Keras call is quick and atomic) and
@@ -187,7 +188,8 @@ def run_lazy_model_explore(lazy_class: Callable[..., Any], *, seed: int = SEED,
 
     Engine and bound: ``explore``; every schedule with at most two preemptions (60-330 for
     the answers in the tests), then :data:`LAZY_SAMPLES` seeded samples (cap
-    :data:`LAZY_SCHEDULES`).
+    :data:`LAZY_SCHEDULES`). When ``observed`` is given, each schedule appends its factory
+    calls and, per thread, whether it got the factory's model (for the judge).
     """
     features = 7
     model = _warm_tiny_net(features)
@@ -208,6 +210,9 @@ def run_lazy_model_explore(lazy_class: Callable[..., Any], *, seed: int = SEED,
         return call
 
     def check(run: LazyRun) -> None:
+        if observed is not None:
+            observed.append({"factory_calls": run.factory_calls,
+                             "got_the_model": [got is model for got in run.got]})
         problems = []
         if run.factory_calls != 1:
             problems.append(f"the factory ran {run.factory_calls} times, expected once")
