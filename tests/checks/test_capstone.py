@@ -50,7 +50,13 @@ import pytest
 
 from autograder.checks import capstone
 from tests.checks import answers_capstone as answers
-from tests.checks.grading_runs import CORRECT_RUNS, Exercise, runs_for, unfilled_answer_test
+from tests.checks.grading_runs import (
+    CORRECT_RUNS,
+    Exercise,
+    judged,
+    runs_for,
+    unfilled_answer_test,
+)
 from tests.checks.isolation import IsolatedRuns
 
 PARTS = {
@@ -113,7 +119,7 @@ def test_correct_service_passes_every_part_in_every_grading_run(answer, check):
     grade: Callable[[Any], None] = getattr(capstone, check)
     for run in range(CORRECT_RUNS):
         try:
-            grade(answer)
+            judged(grade, answer)
         except AssertionError as failure:
             pytest.fail(f"grading run {run + 1} of {CORRECT_RUNS} of {check} failed "
                         f"{answer.__name__}: {failure}")
