@@ -1,15 +1,22 @@
-"""The five graders hidden tests call, and how exercises 2 to 4 are graded on the logs."""
+"""The five graders hidden tests call, and how exercises 2 to 4 are graded on the logs.
+
+Each grader, once its own verdict passed, reports what it saw (:func:`autograder.checks.kit.
+report`) for the host's judge (:mod:`autograder.judges.tracing`), which decides: the records
+``log_access`` made in every stress trial, every graded log with what the analysis returned
+on it, and every explored schedule of ``publish_locked``.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from autograder.checks.kit import call_text, describe_error, require, smoke
+from autograder.checks.kit import call_text, describe_error, report, require, smoke
 from autograder.checks.plain import NotPlainData, plain
 from autograder.checks.tracing.logs import _hidden_logs, _lockset_edge_logs
 from autograder.checks.tracing.publishing import run_publish_locked
-from autograder.checks.tracing.recording import run_log_access
+from autograder.checks.tracing.recording import _record, run_log_access
 from autograder.checks.tracing.references import (
     reference_find_conflicts,
     reference_lockset_races,
@@ -20,14 +27,26 @@ from autograder.checks.tracing.references import (
 
 
 def check_log_access(log_access: Callable[..., Any]) -> None:
-    """Graded: every record names its thread, brackets the call, survives an exception."""
-    _smoke_log_access(log_access)
-    result = run_log_access(log_access)
+    """Graded: every record names its thread, brackets the call, survives an exception.
+
+    Reports (for the judge) the one-call smoke test's value and record, and every stress
+    trial's values, raised errors, records and the times ``fn`` noted inside each call.
+    """
+    one_call = _smoke_log_access(log_access)
+    trials: list = []
+    result = run_log_access(log_access, observed=trials)
     require(result, exercise="log_access",
             again=call_text("tracing.run_log_access", "log_access"))
+    report({"one_call": one_call, "trials": trials, "trials_run": result.schedules_run})
 
 
-def _smoke_log_access(log_access: Callable[..., Any]) -> None:
+def _smoke_log_access(log_access: Callable[..., Any]) -> dict[str, Any]:
+    """One call on one thread; AssertionError if its contract is not met.
+
+    Returns:
+        The judge's observation: what it returned, how many records it appended, the record's
+        keys (its str ones) and its ``[op, resource, lock]``.
+    """
     log: list[dict[str, Any]] = []
     lock = "best_lock"
     value = smoke("log_access", lambda: log_access(log, "write", "best", lambda: 7, lock=lock))
@@ -43,6 +62,9 @@ def _smoke_log_access(log_access: Callable[..., Any]) -> None:
         f"{record['lock']!r}")
     assert record["op"] == "write" and record["resource"] == "best", (
         f"log_access: expected op 'write' and resource 'best' in the record, got {record}")
+    return {"value": value, "records": len(log),
+            "keys": sorted(key for key in record if type(key) is str),
+            "record": [record["op"], record["resource"], record["lock"]]}
 
 
 # --------------------------------------------------------------------------- exercises 2 to 4
@@ -52,7 +74,16 @@ def _grade_on_hidden_logs(answer: Callable[[list[dict[str, Any]]], Any], *, exer
                           reference: Callable[[Sequence[dict[str, Any]]], set[Any]],
                           normalise: Callable[[Any], set[Any]], explain: Callable[
                               [list[dict[str, Any]], Any], str],
-                          logs: list[tuple[str, list[dict[str, Any]]]] | None = None) -> None:
+                          logs: list[tuple[str, list[dict[str, Any]]]] | None = None
+                          ) -> dict[str, Any]:
+    """Grade ``answer`` on every log; AssertionError at the first log it gets wrong.
+
+    Returns:
+        The judge's observation: each log's name, its records as ``[thread, op, resource,
+        start, end, lock]`` and the results ``answer`` returned on it, in its order, each read
+        as the check reads it (a list).
+    """
+    graded = []
     for name, log in _hidden_logs() if logs is None else logs:
         given = _copy(log)
         try:
@@ -92,6 +123,14 @@ def _grade_on_hidden_logs(answer: Callable[[list[dict[str, Any]]], Any], *, exer
             if extra:
                 lines.append(f"  wrongly reported: {extra[0]!r}" + explain(log, extra[0]))
             raise AssertionError("\n".join(lines))
+        graded.append({"name": name, "log": [_record(r) for r in log],
+                       "results": [_as_read(item) for item in items]})
+    return {"logs": graded}
+
+
+def _as_read(item: Any) -> Any:
+    """A result as the normalising step read it: a tuple result as a list of its parts."""
+    return list(item) if type(item) in (list, tuple) else item
 
 
 def _listed(got: Any) -> list[Any]:
@@ -136,10 +175,11 @@ def _explain_overwrite(log: list[dict[str, Any]], item: Any) -> str:
 
 
 def check_who_overwrote(who_overwrote: Callable[[list[dict[str, Any]]], Any]) -> None:
-    """Graded on 40 hidden seeded logs (20 racy, 20 clean) against the notebook's definition."""
-    _grade_on_hidden_logs(who_overwrote, exercise="who_overwrote",
-                          reference=reference_who_overwrote, normalise=_norm_overwrites,
-                          explain=_explain_overwrite)
+    """Graded on 40 hidden seeded logs (20 racy, 20 clean) against the notebook's definition;
+    reports every log and what ``who_overwrote`` returned on it (for the judge)."""
+    report(_grade_on_hidden_logs(who_overwrote, exercise="who_overwrote",
+                                 reference=reference_who_overwrote, normalise=_norm_overwrites,
+                                 explain=_explain_overwrite))
 
 
 def _norm_pairs(got: Any) -> set[tuple[int, int]]:
@@ -162,10 +202,11 @@ def _explain_pair(log: list[dict[str, Any]], item: Any) -> str:
 
 
 def check_find_conflicts(find_conflicts: Callable[[list[dict[str, Any]]], Any]) -> None:
-    """Graded on 40 hidden seeded logs (20 racy, 20 clean) against the notebook's definition."""
-    _grade_on_hidden_logs(find_conflicts, exercise="find_conflicts",
-                          reference=reference_find_conflicts, normalise=_norm_pairs,
-                          explain=_explain_pair)
+    """Graded on 40 hidden seeded logs (20 racy, 20 clean) against the notebook's definition;
+    reports every log and what ``find_conflicts`` returned on it (for the judge)."""
+    report(_grade_on_hidden_logs(find_conflicts, exercise="find_conflicts",
+                                 reference=reference_find_conflicts, normalise=_norm_pairs,
+                                 explain=_explain_pair))
 
 
 def _norm_resources(got: Any) -> set[str]:
@@ -185,18 +226,36 @@ def _explain_resource(log: list[dict[str, Any]], item: Any) -> str:
 
 
 def check_lockset_races(lockset_races: Callable[[list[dict[str, Any]]], Any]) -> None:
-    """Graded on 6 small logs (one part of the definition each) and the 40 hidden logs."""
-    _grade_on_hidden_logs(lockset_races, exercise="lockset_races",
-                          reference=reference_lockset_races, normalise=_norm_resources,
-                          explain=_explain_resource,
-                          logs=_lockset_edge_logs() + _hidden_logs())
+    """Graded on 6 small logs (one part of the definition each) and the 40 hidden logs;
+    reports every log and what ``lockset_races`` returned on it (for the judge)."""
+    report(_grade_on_hidden_logs(lockset_races, exercise="lockset_races",
+                                 reference=reference_lockset_races, normalise=_norm_resources,
+                                 explain=_explain_resource,
+                                 logs=_lockset_edge_logs() + _hidden_logs()))
 
 
 # --------------------------------------------------------------------------- exercise 5
 
 
 def check_publish_locked(publish_locked: Callable[..., Any], **kwargs: Any) -> None:
-    """Graded with the controlled scheduler: the best score survives, the log proves it."""
-    result = run_publish_locked(publish_locked, **kwargs)
+    """Graded with the controlled scheduler: the best score survives, the log proves it.
+
+    Reports (for the judge) every explored schedule's record, log and saves, how many
+    schedules ran, whether they covered every schedule, and how many the bounded search ran.
+    """
+    schedules: list = []
+    result = run_publish_locked(publish_locked, observed=schedules, **kwargs)
     require(result, exercise="publish_locked",
             again=call_text("tracing.run_publish_locked", "publish_locked", **kwargs))
+    report(_explored(result, schedules))
+
+
+def _explored(result: Any, schedules: list) -> dict[str, Any]:
+    """An ``explore`` run as the judge reads it: each schedule's observation, how many ran,
+    whether they covered every schedule, and how many the bounded search ran (0 when its bound
+    was not reached; the search then samples a fixed number more)."""
+    bounded = re.search(r"\((\d+) schedules?\)", result.bound or "")
+    return {"schedules": schedules, "schedules_run": result.schedules_run,
+            "covered": bool(result.covered),
+            "bounded": (result.schedules_run if result.covered
+                        else int(bounded.group(1)) if bounded else 0)}

@@ -43,8 +43,13 @@ class OwnedLock:
 
 
 def run_publish_locked(publish_locked: Callable[..., Any], *, seed: int = SEED,
-                       schedules: int = SCHEDULES) -> Any:
-    """Three trainers publish under the controlled scheduler; see :func:`check_publish_locked`."""
+                       schedules: int = SCHEDULES, observed: list | None = None) -> Any:
+    """Three trainers publish under the controlled scheduler; see :func:`check_publish_locked`.
+
+    When ``observed`` is given, each passing schedule appends what it saw (for the judge): the
+    record's ``[by, score]``, every logged access as ``[thread, op, resource, start, end,
+    lock]`` and every save as ``[who, whether its thread held the lock]``.
+    """
     import functools
 
     from autograder.harness import explore
@@ -93,7 +98,21 @@ def run_publish_locked(publish_locked: Callable[..., Any], *, seed: int = SEED,
         assert any(who == top for who, _ in saves), (
             f"expected {top}, whose score beat the record, to save its checkpoint; saves: "
             f"{[who for who, _ in saves]}")
+        if observed is not None:
+            observed.append({
+                "best": [_scalar(best.get("by")), _scalar(best.get("score"))],
+                "log": [[r.get("thread"), _scalar(r.get("op")), _scalar(r.get("resource")),
+                         r.get("start"), r.get("end"), _scalar(r.get("lock"))] for r in log],
+                "saves": [[_scalar(who), held] for who, held in saves]})
 
     workers = [make_worker(name) for name in PUBLISH_SCORES]
     return explore(setup, workers, check, seed=seed, max_schedules=schedules, timeout_s=60.0,
                    samples=SAMPLES)
+
+
+def _scalar(value: Any) -> Any:
+    """A plain value the answer chose (an op, a resource, a name) as one scalar: itself, or
+    its repr when it is a container."""
+    if value is None or type(value) in (str, int, float, bool):
+        return value
+    return repr(value)[:200]

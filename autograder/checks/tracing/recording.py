@@ -13,11 +13,15 @@ from autograder.harness import stress
 
 
 def run_log_access(log_access: Callable[..., Any], *, trials: int = STRESS_TRIALS,
-                   seed: int = SEED) -> Any:
+                   seed: int = SEED, observed: list | None = None) -> Any:
     """Three real threads call ``log_access`` twice each (a read and a write that raises).
 
     ``fn`` sleeps (releasing the GIL) so the accesses overlap; it notes its own thread name and
     a ``perf_counter_ns`` taken inside the call, which every record must match and bracket.
+    When ``observed`` is given, each passing trial appends what it saw (for the judge): what
+    each worker's read returned, the workers whose failing write raised to them, every record
+    as ``[thread, op, resource, start, end, lock]`` and what ``fn`` noted inside each call as
+    ``[op, worker, thread, perf_counter_ns]``.
     """
 
     def setup() -> dict[str, Any]:
@@ -75,6 +79,24 @@ def run_log_access(log_access: Callable[..., Any], *, trials: int = STRESS_TRIAL
                 f"{name}'s {op}, got start={matches[0].get('start')!r}, "
                 f"end={matches[0].get('end')!r}: take perf_counter_ns before and after the call")
             assert all(r.get("lock") is None for r in ok), "expected lock None when none is held"
+        if observed is not None:
+            observed.append({
+                "returned": [plain(state["returned"].get(k), "log_access") for k in range(3)],
+                "raised": sorted(k for k in state["raised"] if type(k) is int),
+                "records": [_record(r) for r in log],
+                "inside": [[op, k, name, inside_ns]
+                           for (op, k), (name, inside_ns) in sorted(state["inside"].items())]})
 
     workers = [make_worker(k) for k in range(3)]
     return stress(setup, workers, check, trials=trials, seed=seed)
+
+
+#: The fields of a record, in the order the judge reads them.
+RECORD_FIELDS = ("thread", "op", "resource", "start", "end", "lock")
+
+
+def _record(record: dict[str, Any]) -> list[Any]:
+    """A record (plain data already) as ``[thread, op, resource, start, end, lock]``."""
+    if type(record) is not dict:
+        return [None] * len(RECORD_FIELDS)
+    return [record.get(key) for key in RECORD_FIELDS]
