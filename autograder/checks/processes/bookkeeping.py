@@ -36,6 +36,7 @@ import multiprocessing.context
 import multiprocessing.process
 import os
 import queue
+import re
 import sysconfig
 import threading
 import types
@@ -568,7 +569,11 @@ pool's code. A stub queue's ``put`` and ``get`` and a stub process's ``join`` ar
 functions, when the pool calls them: each call is a decision point at the pool's own line."""
 
 
-def _check(run: _PoolRun) -> None:
+def _check(run: _PoolRun, answers: list | None = None) -> None:
+    """Each client got the answer to its own request; when it did and ``answers`` is given,
+    the schedule appends what the clients got (for the judge), client 0's numbers then
+    client 1's, as one flat list of floats."""
+    got_all: list[float] = []
     try:
         for client in range(BOOKKEEPING_CLIENTS):
             want = stub_output(_tokens(client))
@@ -587,17 +592,26 @@ def _check(run: _PoolRun) -> None:
                 raise AssertionError(
                     f"predict({_tokens(client)}) in client {client} returned "
                     f"{tuple(got.tolist())}, {whose}; expected {want}")
+            got_all.extend(float(v) for v in got.astype(np.float64))
     finally:
         run.stubs.end()
+    if answers is not None:
+        answers.append(got_all)
 
 
 def explore_pool(pool_class: Callable[..., Any], *, seed: int = BOOKKEEPING_SEED,
-                 max_schedules: int = BOOKKEEPING_SCHEDULES) -> Result | None:
+                 max_schedules: int = BOOKKEEPING_SCHEDULES,
+                 observed: list | None = None) -> Result | None:
     """Explore the pool's bookkeeping: two threads call ``predict`` at once.
 
     The first client makes the pool (with one stub worker) and closes it once both clients'
     ``predict`` returned. The check: each client got the answer to its own request. Both ways
     of answering are explored, eager then gathering (see the module's docstring).
+
+    When ``observed`` is given, each exploration appends what it saw (for the judge):
+    whether its workers were eager, what the clients got in each schedule (see
+    :func:`_check`), how many schedules ran, whether they covered every schedule, and how
+    many the bounded search ran.
 
     Returns:
         The first failing :class:`~autograder.harness.Result`, else the gathering one's; None
@@ -612,16 +626,31 @@ def explore_pool(pool_class: Callable[..., Any], *, seed: int = BOOKKEEPING_SEED
             with _stubbed(pool_class, stubs):
                 if not _works_once(pool_class, stubs):
                     return None
+                answers: list = []
                 result = explore(lambda stubs=stubs: _PoolRun(pool_class, stubs),
-                                 _CLIENTS, _check, seed=seed, max_schedules=max_schedules,
+                                 _CLIENTS, functools.partial(_check, answers=answers),
+                                 seed=seed, max_schedules=max_schedules,
                                  samples=BOOKKEEPING_SAMPLES, timeout_s=BOOKKEEPING_TIMEOUT_S,
                                  glue=_GLUE + _setup_and_teardown(pool_class))
             stubs.end()
+            if observed is not None:
+                observed.append({"eager": eager, **_explored(result, answers)})
             if result.verdict != "pass":
                 return result
         return result
     finally:
         clean_up(before.since())
+
+
+def _explored(result: Result, answers: list) -> dict[str, Any]:
+    """An exploration as the judge reads it: each schedule's answers, how many ran, whether
+    they covered every schedule, and how many the bounded search ran (0 when its bound was not
+    reached; the search then samples a fixed number more)."""
+    bounded = re.search(r"\((\d+) schedules?\)", result.bound or "")
+    return {"schedules": answers, "schedules_run": result.schedules_run,
+            "covered": bool(result.covered),
+            "bounded": (result.schedules_run if result.covered
+                        else int(bounded.group(1)) if bounded else 0)}
 
 
 def _setup_and_teardown(pool_class: Any) -> tuple[Callable[..., Any], ...]:

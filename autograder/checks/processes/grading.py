@@ -1,4 +1,10 @@
-"""The three graders hidden tests call: ``check_pool``, ``check_ledger``, ``check_choose``."""
+"""The three graders hidden tests call: ``check_pool``, ``check_ledger``, ``check_choose``.
+
+Each grader, once its own verdict passed, reports what it saw (:func:`autograder.checks.kit.
+report`) for the host's judge (:mod:`autograder.judges.processes`), which decides: the pool's
+processes, outputs, memory, segments and leftovers with its explored bookkeeping, the ledger's
+workers and totals, and every choice ``choose`` made on the grader's measurements.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from autograder.checks import process_workers
-from autograder.checks.kit import call_text, describe_error, require
+from autograder.checks.kit import call_text, describe_error, report, require
 from autograder.checks.plain import plain
 from autograder.checks.processes.bookkeeping import explore_pool
 from autograder.checks.processes.choice import DesignRun, choice_cases, reference_choice
@@ -30,7 +36,14 @@ from autograder.checks.processes.settings import (
 
 
 def check_pool(pool_class: Callable[..., Any]) -> None:
-    """Grade a ``SharedWeightsPool`` class (see :func:`run_pool`); AssertionError if it fails."""
+    """Grade a ``SharedWeightsPool`` class (see :func:`run_pool`); AssertionError if it fails.
+
+    Reports (for the judge) the worker processes started, not started with spawn, that ran
+    the grader's target and that ran another; every graded request's output; the private
+    memory (MB) of each worker that served; the MB in new shared-memory segments; the workers
+    still running after ``close()`` and the processes and segments left; and each exploration
+    of the bookkeeping (none when it was not explored).
+    """
     exercise = "SharedWeightsPool"
     weights_mb = sum(a.nbytes for a in embedding_weights()) / MB
     seen = run_pool(pool_class, exercise=exercise)
@@ -77,10 +90,19 @@ def check_pool(pool_class: Callable[..., Any]) -> None:
         raise AssertionError(
             f"{exercise}: after close() returned there were {left}, expected none: stop and "
             "join every worker, then close and unlink the shared block")
-    result = explore_pool(pool_class)
+    explored: list = []
+    result = explore_pool(pool_class, observed=explored)
     if result is not None:
         require(result, exercise=exercise, again=call_text("processes.explore_pool", exercise),
                 hint=_BOOKKEEPING_HINT)
+    report({"workers": len(seen.workers), "not_spawned": seen.not_spawned,
+            "served": len(seen.served), "other_target": len(seen.other_target),
+            "outputs": seen.outputs,
+            "private_mb": [float(mb) for pid, mb in seen.worker_uss_mb.items()
+                           if pid in seen.served],
+            "segment_mb": float(seen.segment_mb), "still_running": len(seen.still_running),
+            "leftovers": [len(seen.leftovers.processes), len(seen.leftovers.segments)],
+            "bookkeeping": explored if result is not None else []})
 
 
 #: What a failing explored schedule of the pool means (see :mod:`.bookkeeping`).
@@ -107,7 +129,12 @@ def _short(values: Any) -> str:
 
 
 def check_ledger(run_ledger: Callable[[int, int], Any]) -> None:
-    """Grade ``run_ledger`` (see :func:`run_ledger_once`); AssertionError if it fails."""
+    """Grade ``run_ledger`` (see :func:`run_ledger_once`); AssertionError if it fails.
+
+    Reports (for the judge) how each worker's process was started, the workers that ran in a
+    process, the other processes not started with spawn, the workers that raised, were stopped
+    or still ran when it returned, the totals it returned and what it left behind.
+    """
     exercise = "run_ledger"
     seen = run_ledger_once(run_ledger, exercise=exercise)
     missing = sorted(set(range(LEDGER_WORKERS)) - seen.workers_ran)
@@ -169,14 +196,24 @@ def check_ledger(run_ledger: Callable[[int, int], Any]) -> None:
         raise AssertionError(f"{exercise}: when it returned there were "
                              f"{seen.leftovers.describe()}, expected none: join every worker, "
                              "then close and unlink the ledger")
+    report({"methods": [[index, method] for index, method in sorted(seen.methods.items())],
+            "ran": sorted(seen.workers_ran), "others_not_spawned": seen.others_not_spawned,
+            "failed": sorted(seen.failed), "stopped": list(seen.stopped),
+            "running": list(seen.running), "totals": totals,
+            "leftovers": [len(seen.leftovers.processes), len(seen.leftovers.segments)]})
 
 
 # --------------------------------------------------------------------------- exercise 3: choose
 
 
 def check_choose(choose: Callable[[DesignRun, DesignRun, float], Any]) -> None:
-    """Grade ``choose`` on :func:`choice_cases`; AssertionError naming the first wrong case."""
+    """Grade ``choose`` on :func:`choice_cases`; AssertionError naming the first wrong case.
+
+    Reports (for the judge) every case's measurements (threads' and processes' requests per
+    second and MB, the budget) and what ``choose`` returned on it.
+    """
     exercise = "choose"
+    chosen = []
     for what, threads, processes, budget in choice_cases():
         want = reference_choice(threads, processes, budget)
         try:
@@ -199,3 +236,7 @@ def check_choose(choose: Callable[[DesignRun, DesignRun, float], Any]) -> None:
                 f"{round(statistics.median(exact), 4):g} ({middle} of {len(exact)} rounds). "
                 f"The rule: processes only within the budget and with a median of at least "
                 f"{MARGIN:g}")
+        chosen.append({"threads": list(threads.per_second), "threads_mb": threads.memory_mb,
+                       "processes": list(processes.per_second),
+                       "processes_mb": processes.memory_mb, "budget": budget, "chose": got})
+    report({"cases": chosen})

@@ -40,7 +40,9 @@ from autograder.harness.tamper import scratch_folder
 
 @dataclass
 class PoolRun:
-    """What the grader saw of one pool (see :func:`run_pool`)."""
+    """What the grader saw of one pool (see :func:`run_pool`); ``outputs`` holds what each
+    graded request's ``predict()`` returned, as a flat list of floats (None when it returned
+    None)."""
 
     workers: list[int] = field(default_factory=list)
     not_spawned: int = 0
@@ -52,6 +54,7 @@ class PoolRun:
     other_target: list[int] = field(default_factory=list)
     served: list[int] = field(default_factory=list)
     leftovers: Leftovers = field(default_factory=Leftovers)
+    outputs: list[list[float] | None] = field(default_factory=list)
 
 
 def run_pool(pool_class: Callable[..., Any], *, workers: int = POOL_WORKERS,
@@ -160,12 +163,25 @@ def _load(exercise: str, pool: Any, seen: PoolRun) -> None:
     bounded(exercise, f"predict() from {POOL_THREADS} threads at once", load, LOAD_S)
     if not_plain:
         raise AssertionError(f"{not_plain[0]} (expected the model's output, {OUTPUTS} numbers)")
+    seen.outputs = [None if got is None else _floats(got) for got in outputs]
     for index, (got, want) in enumerate(zip(outputs, expected, strict=True)):
         if got is None:
             continue
         seen.answered += 1
         if not _same(got, want):
             seen.wrong.append((index, got, want))
+
+
+#: The most numbers of one output kept for the judge (a right one has OUTPUTS).
+_KEPT = 64
+
+
+def _floats(got: np.ndarray) -> list[float]:
+    """An output (a plain array already) as a flat list of floats, for the judge."""
+    try:
+        return [float(v) for v in np.asarray(got, dtype=np.float64).reshape(-1)[:_KEPT]]
+    except (TypeError, ValueError):
+        return []
 
 
 def _same(got: Any, want: tuple[float, ...]) -> bool:
