@@ -196,7 +196,7 @@ def _judge_results(seen: dict, exercise: str, definition, read, *,
         results = [read(result, name) for result in
                    items(graded, "results", (list, str, int), at_least=0, at_most=10_000)]
         expected = definition(log)
-        expect(len(set(results)) == len(results),
+        expect(len(set(results)) == len(results) == field(graded, "returned", int),
                f"on the {name}, {exercise} returned a result more than once")
         got = set(results)
         missed, extra = sorted(expected - got, key=repr), sorted(got - expected, key=repr)

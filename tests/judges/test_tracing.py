@@ -68,6 +68,7 @@ def test_a_record_by_the_wrong_thread_or_a_lost_record_in_one_trial_is_refused(o
 def _with_results(seen: dict, number: int, results: list) -> dict:
     forged = copy.deepcopy(seen)
     forged["logs"][number]["results"] = results
+    forged["logs"][number]["returned"] = len(results)
     return forged
 
 
@@ -97,6 +98,7 @@ def test_touching_accesses_reported_as_a_conflict_are_refused(observed):
                     and (log[i][4] == log[j][3] or log[j][4] == log[i][3])]
         if touching:
             graded["results"] = graded["results"] + touching[:1]
+            graded["returned"] = len(graded["results"])
             break
     else:
         pytest.fail("no log has two accesses that touch")

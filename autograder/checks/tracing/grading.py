@@ -80,8 +80,8 @@ def _grade_on_hidden_logs(answer: Callable[[list[dict[str, Any]]], Any], *, exer
 
     Returns:
         The judge's observation: each log's name, its records as ``[thread, op, resource,
-        start, end, lock]`` and the results ``answer`` returned on it, in its order, each read
-        as the check reads it (a list).
+        start, end, lock]``, the results ``answer`` returned on it as the check compared them
+        (normalised, a tuple as a list) and how many it returned.
     """
     graded = []
     for name, log in _hidden_logs() if logs is None else logs:
@@ -123,8 +123,11 @@ def _grade_on_hidden_logs(answer: Callable[[list[dict[str, Any]]], Any], *, exer
             if extra:
                 lines.append(f"  wrongly reported: {extra[0]!r}" + explain(log, extra[0]))
             raise AssertionError("\n".join(lines))
+        # What was compared: the normalised results (any shape the check accepts reads the
+        # same way here) and how many the answer returned (each once).
         graded.append({"name": name, "log": [_record(r) for r in log],
-                       "results": [_as_read(item) for item in items]})
+                       "results": [_as_read(item) for item in sorted(seen, key=repr)],
+                       "returned": len(items)})
     return {"logs": graded}
 
 
