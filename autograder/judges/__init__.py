@@ -45,9 +45,9 @@ class Malformed(Rejected):
 
 
 class Refusal(str):
-    """Why the judge refused a check's report (a str), and whether the report was malformed
-    (``malformed``: not what any run of the check sends, so the notebook forged or cut it)
-    rather than well-formed observations of a wrong answer."""
+    """Why the judge refused a check's report (a str), and whether what the runner sent was
+    malformed (``malformed``: not one report, as every passing run of a check sends, so the
+    notebook forged, cut or planted it) rather than one report the judge does not accept."""
 
     malformed: bool = False
 
@@ -150,19 +150,29 @@ def verdict(face: str, check: str, encoded: Any) -> Refusal | None:
     judge = judge_of(face, check)
     if judge is None:
         return Refusal(f"the grader has no judge for {face}.{check}", malformed=True)
+    # The runner always sends a list of the check's reports, and a passing check reports once:
+    # anything else is not a run of the check (forged, cut or planted), so it is tampering.
+    if type(encoded) is not list or len(encoded) != 2 or encoded[0] != "list" \
+            or type(encoded[1]) is not list or len(encoded[1]) != 1:
+        count = len(encoded[1]) if type(encoded) is list and len(encoded) == 2 \
+            and type(encoded[1]) is list else 0
+        return Refusal(f"the check must report its observations once, not {count} times, so "
+                       "the test cannot pass", malformed=True)
+    # Inside the one report, anything the judge cannot accept scores 0 and is shown to the
+    # instructor, but never brands the notebook: a report a check wrote can only disagree with
+    # the judge through a fault of the grader's, or a forger who already got this far.
     try:
-        reports = decode(encoded)
-        if type(reports) is not list or len(reports) != 1 or type(reports[0]) is not dict:
-            count = len(reports) if type(reports) is list else 0
-            raise Malformed(f"the check must report its observations once, not {count} times")
-        judge(reports[0])
+        report = decode(encoded[1][0])
+        if type(report) is not dict:
+            raise Malformed("the report is not a dict of observations")
+        judge(report)
     except Malformed as problem:
         return Refusal(f"the judge could not read what the check observed ({problem}), so "
-                       "the test cannot pass", malformed=True)
+                       "the test cannot pass", malformed=False)
     except Rejected as problem:
         return Refusal(f"the judge rejected what the check observed: {problem}",
                        malformed=False)
     except Exception as problem:  # noqa: BLE001 - a report that breaks the judge never passes
         return Refusal(f"the judge could not read what the check observed "
-                       f"({type(problem).__name__}), so the test cannot pass", malformed=True)
+                       f"({type(problem).__name__}), so the test cannot pass", malformed=False)
     return None

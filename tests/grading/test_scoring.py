@@ -85,14 +85,16 @@ def test_a_check_passes_only_when_the_judge_accepts_what_it_observed():
     encode = make_plain_encoder()
     (score, _, reason), result = _checked([encode([GOOD])])
     assert score == 2.0 and reason == "passed" and result.status == Status.GRADED
-    for values in ([encode([])], [None], [["not plain", "X"]], [encode([{}])]):
+    for values in ([encode([])], [None], [["not plain", "X"]], [encode([GOOD, GOOD])]):
         (score, _, reason), result = _checked(values)
         assert score == 0.0, values
         assert result.status == Status.TAMPERED and "tampered" in reason, values
-    (score, _, reason), result = _checked([encode([{**GOOD, "totals": [7] * 299 + [5]}])])
-    assert score == 0.0 and "handed out other than 7" in reason
-    assert result.status == Status.GRADED, "well-formed: a wrong answer's, flagged, not tampered"
-    assert any(note.startswith("Flagged for the instructor") for note in result.notes)
+    for report, why in (({**GOOD, "totals": [7] * 299 + [5]}, "handed out other than 7"),
+                        ({}, "missing"), (["list"], "not a dict")):
+        (score, _, reason), result = _checked([encode([report])])
+        assert score == 0.0 and why in reason, reason
+        assert result.status == Status.GRADED, "one report: flagged, never tampered"
+        assert any(note.startswith("Flagged for the instructor") for note in result.notes)
     for values in ([], None, [encode([GOOD]), encode([GOOD])]):
         assert _checked(values)[0][0] == 0.0, "not one value per hidden call"
 

@@ -34,7 +34,7 @@ def test_a_correct_report_is_accepted():
     ([{**GOOD_COUNTER, "totals": [7] * 299 + [6]}], "1 of 300 schedules"),
     ([{**GOOD_COUNTER, "totals": [True] * 300}], "bool"),
     ([{**GOOD_COUNTER, "schedules": 1, "totals": [7]}], "not the graded 300"),
-    ([["ok"]], "not 1 times"),
+    ([["ok"]], "not a dict"),
 ])
 def test_a_missing_extra_malformed_or_wrong_report_never_passes(reports, why):
     refused = judges.verdict("anatomy", "check_counter", ENCODE(reports))
