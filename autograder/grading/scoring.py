@@ -84,10 +84,10 @@ def _refuse(gid: str, points: float, refused: Refusal, scores: dict,
             result: JobResult) -> None:
     """Score a test 0 whose check passed in the kernel but whose report the judge refused.
 
-    A malformed report (missing, extra, not plain) is not what any run of the check sends: the
-    notebook forged or cut it, so the notebook is ``tampered``. Well-formed observations of a
-    wrong answer after a passing check mean the kernel's check and the judge disagree (or the
-    report was rewritten with care): the test scores 0 and the instructor is told.
+    A missing or extra report is not what any passing run of the check sends: the notebook
+    forged, cut or planted it, so the notebook is ``tampered``. One report the judge does not
+    accept after a passing check means the kernel's check and the judge disagree (or the report
+    was rewritten with care): the test scores 0 and the instructor is told.
     """
     if refused.malformed:
         set_status(result, Status.TAMPERED)
