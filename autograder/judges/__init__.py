@@ -90,6 +90,21 @@ def items(seen: dict, key: str, kind: type | tuple[type, ...], *, at_least: int 
     return values
 
 
+def explored(seen: dict, graded: int, samples: int) -> list:
+    """``seen["schedules"]``: one observation per schedule an ``explore`` run ran, which must
+    be the graded search's length: ``graded`` schedules, or every schedule within its bound
+    and then ``samples`` more, or every schedule there is (the kernel's
+    :func:`autograder.checks.kit.explored_report`)."""
+    ran = field(seen, "schedules_run", int)
+    covered = field(seen, "covered", bool)
+    bounded = field(seen, "bounded", int)
+    expect(ran == graded or (covered and 0 < ran == bounded < graded)
+           or (not covered and 0 < bounded and ran == bounded + samples < graded),
+           f"{ran} schedules ran ({bounded} within the search's bound), not the graded "
+           f"{graded} or the bound and {samples} more")
+    return items(seen, "schedules", dict, at_least=ran, at_most=ran)
+
+
 _DECODERS = ("list", "tuple", "dict")
 
 

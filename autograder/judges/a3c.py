@@ -3,7 +3,7 @@ counts, the step budget's steps and the versioned acts, from what ran."""
 
 from __future__ import annotations
 
-from autograder.judges import Malformed, expect, field, items
+from autograder.judges import Malformed, expect, explored, field, items
 
 # The check's settings (``autograder.checks.a3c.settings``; a test ties them).
 #: Policy logits plus one value: the numbers one forward pass of one state gives.
@@ -55,19 +55,6 @@ def _trials(seen: dict, graded: int) -> list:
     expect(ran == graded, f"{ran} trials ran, not the graded {graded}")
     return items(seen, "trials", dict, at_least=graded, at_most=graded)
 
-
-def _explored(seen: dict, graded: int, samples: int) -> list:
-    """The explored schedules' observations: as many as ran, and as many as the graded search
-    runs (all of them, every schedule within the bound and then ``samples`` more, or every
-    schedule there is)."""
-    ran = field(seen, "schedules_run", int)
-    covered = field(seen, "covered", bool)
-    bounded = field(seen, "bounded", int)
-    expect(ran == graded or (covered and 0 < ran == bounded < graded)
-           or (not covered and 0 < bounded and ran == bounded + samples < graded),
-           f"{ran} schedules ran ({bounded} within the search's bound), not the graded "
-           f"{graded} or the bound and {samples} more")
-    return items(seen, "schedules", dict, at_least=ran, at_most=ran)
 
 
 def check_shared_network(seen: dict) -> None:
@@ -153,7 +140,7 @@ def check_budget(seen: dict) -> None:
     expect(one_thread == [1, 2, None, 2, [1.5]],
            f"on one thread take(), take(), take(), T and returns gave {one_thread}")
     steps = list(range(1, BUDGET_T_MAX + 1))
-    for number, run in enumerate(_explored(seen, BUDGET_SCHEDULES, BUDGET_SAMPLES), 1):
+    for number, run in enumerate(explored(seen, BUDGET_SCHEDULES, BUDGET_SAMPLES), 1):
         taken = items(run, "taken", int, at_least=0, at_most=1000)
         expect(taken == steps, f"schedule {number} handed out steps {taken}, not {steps} once "
                                "each")
@@ -240,5 +227,5 @@ def check_versioned(seen: dict) -> None:
     expect(learned == 1, f"on one thread the first learn() returned {learned}")
     for number, trial in enumerate(_trials(seen, VERSIONED_TRIALS), 1):
         _versioned_run(trial, f"in trial {number}", VERSIONED_LEARNS)
-    for number, run in enumerate(_explored(seen, VERSIONED_SCHEDULES, VERSIONED_SAMPLES), 1):
+    for number, run in enumerate(explored(seen, VERSIONED_SCHEDULES, VERSIONED_SAMPLES), 1):
         _versioned_run(run, f"in schedule {number}", VERSIONED_EXPLORE_LEARNS, acts=2)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from autograder.judges import Malformed, expect, field, items
+from autograder.judges import Malformed, expect, explored, field, items
 
 # The check's settings (``autograder.checks.tracing.settings``; a test ties them).
 #: Exercise 1: stress trials; the workers of a trial (each makes a read that returns
@@ -239,26 +239,13 @@ def check_lockset_races(seen: dict) -> None:
 # --------------------------------------------------------------------------- exercise 5
 
 
-def _explored(seen: dict) -> list:
-    """The explored schedules' observations: as many as ran, and as many as the graded search
-    runs (every schedule within the bound and then SAMPLES more, every schedule there is, or
-    SCHEDULES)."""
-    ran = field(seen, "schedules_run", int)
-    covered = field(seen, "covered", bool)
-    bounded = field(seen, "bounded", int)
-    expect(ran == SCHEDULES or (covered and 0 < ran == bounded < SCHEDULES)
-           or (not covered and 0 < bounded and ran == bounded + SAMPLES < SCHEDULES),
-           f"{ran} schedules ran ({bounded} within the search's bound), not the graded "
-           f"{SCHEDULES} or the bound and {SAMPLES} more")
-    return items(seen, "schedules", dict, at_least=ran, at_most=ran)
-
 
 def check_publish_locked(seen: dict) -> None:
     """In every schedule the record holds the best trainer's score, every trainer's read is
     logged, every access with the lock's name, no two accesses conflict, and the best trainer
     saved, with the lock released like every save."""
     top = max(PUBLISH_SCORES, key=PUBLISH_SCORES.get)
-    for number, schedule in enumerate(_explored(seen), 1):
+    for number, schedule in enumerate(explored(seen, SCHEDULES, SAMPLES), 1):
         best = items(schedule, "best", _SCALAR, at_least=2, at_most=2)
         expect(best == [top, PUBLISH_SCORES[top]] and type(best[1]) is float,
                f"schedule {number}: the record held {best}, not {top}'s "

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -19,7 +18,7 @@ from autograder.checks.a3c.versioned import (
     run_versioned_stress,
     version_pool,
 )
-from autograder.checks.kit import call_text, report, require, smoke
+from autograder.checks.kit import call_text, explored_report, report, require, smoke
 from autograder.checks.plain import plain
 
 _NETWORK_HINTS = {
@@ -29,16 +28,6 @@ _NETWORK_HINTS = {
              "not ready before the actors started.",
 }
 
-
-def _explored(result: Any, schedules: list) -> dict[str, Any]:
-    """An ``explore`` run as the judge reads it: each schedule's observation, how many ran,
-    whether they covered every schedule, and how many the bounded search ran (0 when its bound
-    was not reached; the search then samples a fixed number more)."""
-    bounded = re.search(r"\((\d+) schedules?\)", result.bound or "")
-    return {"schedules": schedules, "schedules_run": result.schedules_run,
-            "covered": bool(result.covered),
-            "bounded": (result.schedules_run if result.covered
-                        else int(bounded.group(1)) if bounded else 0)}
 
 
 def check_shared_network(make_network: Callable[[], Any], **kwargs: Any) -> None:
@@ -139,7 +128,7 @@ def check_budget(budget_class: Callable[[int], Any], **kwargs: Any) -> None:
     result = run_budget(budget_class, observed=schedules, **kwargs)
     require(result, exercise="StepBudget", hints=_BUDGET_HINTS,
             again=call_text("a3c.run_budget", "StepBudget", **kwargs))
-    report({"one_thread": [*got[:4], list(got[4])], **_explored(result, schedules)})
+    report({"one_thread": [*got[:4], list(got[4])], **explored_report(result, schedules)})
 
 
 _VERSIONED_HINTS = {
@@ -197,4 +186,4 @@ def check_versioned(network_class: Callable[[Any, Any], Any], **kwargs: Any) -> 
             again=call_text("a3c.run_versioned_explore", "VersionedNetwork",
                             **explore_kwargs))
     report({"one_thread": one_thread, "trials": trials, "trials_run": stressed.schedules_run,
-            **_explored(explored, schedules)})
+            **explored_report(explored, schedules)})

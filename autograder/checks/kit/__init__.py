@@ -22,10 +22,18 @@ from autograder.checks.kit.deadline import SMOKE_TIMEOUT_S, Outcome, bounded, sm
 from autograder.checks.kit.describe import describe_error, describe_threads
 from autograder.checks.kit.memory import keras_variable_bytes
 from autograder.checks.kit.threads import released_together, run_threads, run_together
-from autograder.checks.kit.verdict import call_text, failure, report, require, require_ok
+from autograder.checks.kit.verdict import (
+    call_text,
+    explored_report,
+    failure,
+    report,
+    require,
+    require_ok,
+)
 
 __all__ = [
     "SMOKE_TIMEOUT_S", "Outcome", "bounded", "call_text", "describe_error", "describe_threads",
+    "explored_report",
     "failure", "keras_variable_bytes", "released_together", "report", "require", "require_ok",
     "run_threads", "run_together", "smoke", "within",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -138,6 +139,18 @@ def report(observations: dict) -> None:
     """
     if OBSERVATION_SINK is not None:
         OBSERVATION_SINK(observations)
+
+
+def explored_report(result: Any, schedules: list) -> dict[str, Any]:
+    """An ``explore`` run as a judge reads it: each schedule's observation (``schedules``), how
+    many ran, whether they covered every schedule, and how many the bounded search ran (read
+    from ``result.bound``'s "(N schedules)"; 0 when its bound was not reached, the search then
+    samples a fixed number more)."""
+    bounded = re.search(r"\((\d+) schedules?\)", result.bound or "")
+    return {"schedules": schedules, "schedules_run": result.schedules_run,
+            "covered": bool(result.covered),
+            "bounded": (result.schedules_run if result.covered
+                        else int(bounded.group(1)) if bounded else 0)}
 
 
 def _without_harness_replay(message: str) -> str:

@@ -8,11 +8,10 @@ on it, and every explored schedule of ``publish_locked``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from autograder.checks.kit import call_text, describe_error, report, require, smoke
+from autograder.checks.kit import call_text, describe_error, explored_report, report, require, smoke
 from autograder.checks.plain import NotPlainData, plain
 from autograder.checks.tracing.logs import _hidden_logs, _lockset_edge_logs
 from autograder.checks.tracing.publishing import run_publish_locked
@@ -250,15 +249,5 @@ def check_publish_locked(publish_locked: Callable[..., Any], **kwargs: Any) -> N
     result = run_publish_locked(publish_locked, observed=schedules, **kwargs)
     require(result, exercise="publish_locked",
             again=call_text("tracing.run_publish_locked", "publish_locked", **kwargs))
-    report(_explored(result, schedules))
+    report(explored_report(result, schedules))
 
-
-def _explored(result: Any, schedules: list) -> dict[str, Any]:
-    """An ``explore`` run as the judge reads it: each schedule's observation, how many ran,
-    whether they covered every schedule, and how many the bounded search ran (0 when its bound
-    was not reached; the search then samples a fixed number more)."""
-    bounded = re.search(r"\((\d+) schedules?\)", result.bound or "")
-    return {"schedules": schedules, "schedules_run": result.schedules_run,
-            "covered": bool(result.covered),
-            "bounded": (result.schedules_run if result.covered
-                        else int(bounded.group(1)) if bounded else 0)}
