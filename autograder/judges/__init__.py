@@ -105,6 +105,26 @@ def explored(seen: dict, graded: int, samples: int) -> list:
     return items(seen, "schedules", dict, at_least=ran, at_most=ran)
 
 
+def fresh_versions(reads: list[tuple[int, float]], published: dict[int, float | None], *,
+                   first: int, last: int, who: str) -> None:
+    """One reader's ``(version, started)`` reads, in order: each of a version that was
+    published (or ``first``), never older than a version whose publish had returned (its time
+    in ``published``; None: not timed) before the read started, never going backwards, and
+    the last one of ``last``. The rule of every lesson that publishes versions to readers."""
+    seen = first
+    for version, started in reads:
+        expect(version == first or version in published,
+               f"{who} got version {version}, which was never published")
+        newest = max((v for v, at in published.items() if at is not None and at < started),
+                     default=first)
+        expect(version >= newest, f"{who} got version {version} after version {newest} was "
+                                  "published")
+        expect(version >= seen, f"{who}'s versions went back from {seen} to {version}")
+        seen = version
+    expect(seen == last, f"{who}'s last read got version {seen}, not the last published, "
+                         f"{last}")
+
+
 _DECODERS = ("list", "tuple", "dict")
 
 

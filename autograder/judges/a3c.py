@@ -3,7 +3,7 @@ counts, the step budget's steps and the versioned acts, from what ran."""
 
 from __future__ import annotations
 
-from autograder.judges import Malformed, expect, explored, field, items
+from autograder.judges import Malformed, expect, explored, field, fresh_versions, items
 
 # The check's settings (``autograder.checks.a3c.settings``; a test ties them).
 #: Policy logits plus one value: the numbers one forward pass of one state gives.
@@ -199,18 +199,9 @@ def _versioned_run(run: dict, what: str, learns: int, *, acts: int | None = None
         if acts is not None:
             made = sum(entry[1] for entry in runs)
             expect(made == acts, f"{what} actor {actor} acted {made} times, not {acts}")
-        last = 0
-        for _, _, _, latest, version, *outputs in runs:
-            version = _act(version, outputs, f"{what} actor {actor}")
-            newest = max((v for v, at in learned.items() if at is not None and at < latest),
-                         default=0)
-            expect(version >= newest, f"{what} actor {actor} got version {version} in an act "
-                                      f"started after learn() had returned version {newest}")
-            expect(version >= last, f"{what} actor {actor} saw version {last} and then "
-                                    f"{version}: versions went backwards")
-            last = version
-        expect(last == learns, f"{what} actor {actor}'s last act got version {last}, not "
-                               f"{learns}")
+        reads = [(_act(version, outputs, f"{what} actor {actor}"), latest)
+                 for _, _, _, latest, version, *outputs in runs]
+        fresh_versions(reads, learned, first=0, last=learns, who=f"{what} actor {actor}")
 
 
 def check_versioned(seen: dict) -> None:

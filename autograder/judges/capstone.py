@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 
-from autograder.judges import Malformed, expect, field, items
+from autograder.judges import Malformed, expect, field, fresh_versions, items
 
 # The check's settings (``autograder.checks.capstone.settings``; a test ties them).
 #: Numbers in one answer (the served model's outputs), and how close an answer must be to
@@ -121,26 +121,15 @@ def _update_trial(trial: dict, number: int) -> None:
         by_client[run[0]].append(run)
     for client, runs in by_client.items():
         expect(bool(runs), f"in trial {number} client {client} got no answer")
-        last = FIRST_VERSION
+        reads = []
         for _, _, _, latest, *row in runs:
             versions = _versions(row)
             expect(min(versions) == max(versions),
                    f"in trial {number} client {client} got an answer computed with layers of "
                    f"versions {versions}: a torn answer")
-            version = versions[0]
-            expect(version == FIRST_VERSION or version in published,
-                   f"in trial {number} client {client} got version {version}, never published")
-            newest = max((v for v, at in published.items() if at < latest),
-                         default=FIRST_VERSION)
-            expect(version >= newest,
-                   f"in trial {number} client {client} got version {version} for a request "
-                   f"sent after update_weights() of version {newest} had returned")
-            expect(version >= last, f"in trial {number} client {client} got version {last} "
-                                    f"and then {version}: versions went backwards")
-            last = version
-        expect(last == last_version,
-               f"in trial {number} client {client}'s last answer was of version {last}, not "
-               f"the last published, {last_version}")
+            reads.append((versions[0], latest))
+        fresh_versions(reads, published, first=FIRST_VERSION, last=last_version,
+                       who=f"in trial {number} client {client}")
 
 
 def check_weight_updates(seen: dict) -> None:

@@ -3,7 +3,7 @@ what ``choose_publisher`` measured and chose, from what ran."""
 
 from __future__ import annotations
 
-from autograder.judges import expect, field, items
+from autograder.judges import expect, field, fresh_versions, items
 
 # The check's settings (``autograder.checks.variables.settings``; a test ties them).
 #: Layers of the graded model, and the version it starts at (publishes count up from it).
@@ -113,21 +113,11 @@ def _served(trial: dict, what: str, readers: int, updates: tuple[int, int], time
         by_reader[reader].append((start, low, high))
     for reader, reads in enumerate(by_reader):
         expect(bool(reads), f"{what}: reader {reader} made no reads")
-        last = FIRST_VERSION
-        for start, low, high in reads:
+        for _, low, high in reads:
             expect(low == high, f"{what}: reader {reader} got a torn read (layers of versions "
                                 f"{low} to {high})")
-            expect(low == FIRST_VERSION or low in when,
-                   f"{what}: reader {reader} got version {low}, which was never published")
-            newest = max((version for version, at in when.items()
-                          if at is not None and at < start), default=FIRST_VERSION)
-            expect(low >= newest, f"{what}: reader {reader} got version {low} after version "
-                                  f"{newest} was published")
-            expect(low >= last, f"{what}: reader {reader}'s versions went back from {last} "
-                                f"to {low}")
-            last = low
-        expect(last == last_version, f"{what}: reader {reader}'s last read got version "
-                                     f"{last}, not the last published, {last_version}")
+        fresh_versions([(low, start) for start, low, _ in reads], when, first=FIRST_VERSION,
+                       last=last_version, who=f"{what}: reader {reader}")
 
 
 def check_publisher(seen: dict) -> None:

@@ -66,3 +66,19 @@ def test_every_face_has_a_judge_module_and_every_check_a_judge():
                   if name.startswith("check_") and inspect.isfunction(value)}
         missing = sorted(c for c in checks if not callable(getattr(host_side, c, None)))
         assert checks and not missing, f"{face}: no judge for {missing}"
+
+
+@pytest.mark.parametrize(("reads", "why"), [
+    ([(1, 0.5), (2, 2.5)], None),
+    ([(1, 0.5), (3, 2.5)], "never published"),
+    ([(0, 1.5), (2, 2.5)], "after version 1 was published"),
+    ([(2, 1.5), (1, 1.6), (2, 2.5)], "went back from 2 to 1"),
+    ([(1, 0.5), (1, 0.9)], "last read got version 1"),
+])
+def test_fresh_versions_is_the_rule_for_every_reader_of_published_versions(reads, why):
+    published = {1: 1.0, 2: 2.0}
+    if why is None:
+        judges.fresh_versions(reads, published, first=0, last=2, who="reader 0")
+        return
+    with pytest.raises(judges.Rejected, match=why):
+        judges.fresh_versions(reads, published, first=0, last=2, who="reader 0")
