@@ -62,9 +62,21 @@ def test_a_lazy_model_built_twice_is_refused_in_a_trial_or_a_schedule(observed):
     with pytest.raises(Rejected, match="ran 2 times"):
         judge.check_lazy_model(_changed(seen, 3, factory_calls=2, models=2))
     racy = copy.deepcopy(seen)
-    racy["schedules"][40] = {"factory_calls": 2, "got_the_model": [True, False]}
+    racy["explore"]["schedules"][40] = {"factory_calls": 2, "got_the_model": [True, False]}
     with pytest.raises(Rejected, match="explored schedule 41"):
         judge.check_lazy_model(racy)
+
+
+def test_a_lazy_models_search_cut_short_or_missing_is_refused(observed):
+    seen = observed["check_lazy_model"]
+    explore = seen["explore"]
+    assert explore["schedules_run"] == len(explore["schedules"]) > judge.LAZY_SAMPLES
+    cut = {**explore, "schedules": explore["schedules"][:judge.LAZY_SAMPLES],
+           "schedules_run": judge.LAZY_SAMPLES}
+    with pytest.raises(Rejected, match="not the graded"):
+        judge.check_lazy_model({**seen, "explore": cut})
+    with pytest.raises(Malformed):
+        judge.check_lazy_model({k: v for k, v in seen.items() if k != "explore"})
 
 
 @pytest.mark.parametrize("check", ["check_entry_point", "check_both_entry_points",

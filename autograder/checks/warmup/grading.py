@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from autograder.checks.kit import call_text, report, require
+from autograder.checks.kit import call_text, explored_report, report, require
 from autograder.checks.plain import NotPlainData, plain_array
 from autograder.checks.warmup.lazy import run_lazy_model, run_lazy_model_explore
 from autograder.checks.warmup.predictor import run_shared_predictor
@@ -124,4 +124,4 @@ def check_lazy_model(lazy_class: Callable[..., Any], **kwargs: Any) -> None:
     explored = run_lazy_model_explore(lazy_class, observed=schedules)
     require(explored, exercise="LazyModel",
             again=call_text("warmup.run_lazy_model_explore", "LazyModel"))
-    _report_trials(result, seen, schedules=schedules, explored=explored.schedules_run)
+    _report_trials(result, seen, explore=explored_report(explored, schedules))
