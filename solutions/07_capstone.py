@@ -448,8 +448,10 @@ capstone.check_weight_updates(InferenceService)
 # requests among them, and checks every answer and `stats()` after each phase. Then, on a
 # slow model (each call takes 50 ms, as a bigger model would), it calls `close()` while
 # requests are waiting in your queue: each must be answered or refused with `RuntimeError`,
-# none may hang, and every thread your service started must have ended. A client or
-# `close()` that hangs fails within seconds, naming the stuck threads and where they wait.
+# none may hang, and every thread your service started must have ended by the time `close()`
+# returns (it is checked at that moment: a `close()` that sleeps instead of joining fails). A
+# client or `close()` that hangs fails within seconds, naming the stuck threads and where they
+# wait.
 
 # %% nbgrader={"grade": true, "grade_id": "test_capstone_accounting", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
 before = set(threading.enumerate())

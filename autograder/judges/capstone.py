@@ -192,6 +192,9 @@ def check_accounting(seen: dict) -> None:
     expect(field(close, "closed", bool) is True, "close() did not return")
     left = field(close, "left", int)
     expect(left == 0, f"{left} thread(s) the service started still ran after close()")
+    running = field(close, "running_at_return", int)
+    expect(running == 0, f"{running} thread(s) the service started still ran when close() "
+                         "returned: it did not join them")
     returned = field(close, "returned", float)
     expect(all(start <= returned for start in starts),
            "a request sent after close() had returned was answered")

@@ -399,6 +399,27 @@ class LeakyCloseService(ConditionBatchService):
             return batch
 
 
+class CloseWithoutJoinService(ConditionBatchService):
+    """close() wakes the batcher and returns at once: the queued requests are answered after
+    close() returned, by a thread close() never waited for (mutation drop_join)."""
+
+    def close(self):
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+
+class CloseSleepsInsteadOfJoinService(ConditionBatchService):
+    """close() sleeps a little where it should join: a guess at how long draining takes
+    (mutation join_to_sleep)."""
+
+    def close(self):
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        time.sleep(0.01)
+
+
 class DeadlockCloseService(ConditionBatchService):
     """close() joins the batcher while holding the lock the batcher needs to finish."""
 
@@ -533,7 +554,8 @@ WRONG_COLD = [LockFreeColdService, TwoBatchersNoWarmupService, RetryWhenReadCold
 WRONG_UPDATES = [UnlockedSwapService, IdleUpdateService, ReusedBufferSwapService]
 WRONG_ACCOUNTING = [DropsPartialBatchService, WindowDropsPartialService, LeakyCloseService,
                     DeadlockCloseService, WholeBatchFailsService, UncountedStatsService,
-                    GraderNamedLeakService, DeadLookingLeakService]
+                    GraderNamedLeakService, DeadLookingLeakService, CloseWithoutJoinService,
+                    CloseSleepsInsteadOfJoinService]
 WRONG_THROUGHPUT = [LockPerCallService, PerThreadCopyService, ComputeWhenReadService,
                     SkipsTheSlowLayerService, SlowsTheOtherServicesService, ZerosWhenTimedService]
 CORRECT = [ConditionBatchService, QueueCommandService, FutureBatchService]

@@ -289,6 +289,15 @@ class CloseRun:
     close_waiting: bool = False
 
 
+def _close_and_look(service: Any, before: set[threading.Thread], closing: dict) -> None:
+    """Call ``service.close()``; the moment it returns, name the service's threads still
+    running (the close test holds the model until ``close()`` is seen waiting, so a ``close()``
+    that does not join returns while its batcher is still held there: never by chance)."""
+    service.close()
+    closing["running_at_return"] = [str(threading.Thread.getName(t)) for t in
+                                    _new_threads(before) if not _is_grader_thread(t)]
+
+
 def _close_problems(service_class: Callable[..., Any], seed: int,
                     before: set[threading.Thread],
                     record: list[CloseRun] | None = None,
@@ -324,7 +333,8 @@ def _close_problems(service_class: Callable[..., Any], seed: int,
             wait_until(lambda: all(handed_over(run, c) for c in late), HANDOVER_S)
             seen.handed_over = sum(handed_over(run, c) for c in late)
             closing["started"] = start = time.perf_counter()
-            thread, errors = _start(service.close, "grader-close")
+            thread, errors = _start(lambda: _close_and_look(service, before, closing),
+                                    "grader-close")
             # close() has begun (it refuses new requests) and waits for the service's threads:
             # only now may the held batch finish, and the queued requests be taken.
             seen.close_waiting = wait_until(lambda: waiting_for_another(thread), HANDOVER_S)
@@ -362,6 +372,12 @@ def _close_problems(service_class: Callable[..., Any], seed: int,
         return [f"{len(left)} thread(s) the service started were still running "
                 f"{JOIN_GRACE_S:g} s after close() returned; close() must stop and join "
                 f"them. The threads left running:\n{describe_threads(left)}"]
+    running = closing.get("running_at_return", [])
+    if running:
+        return [f"close() returned while {len(running)} thread(s) the service started were "
+                f"still running ({', '.join(running[:3])}): the queued requests were answered "
+                "after close() had returned. close() must join the service's threads before it "
+                "returns (a sleep or no join at all lets them outlive it)"]
     problems = _answers_problems(run, expected, set(), refused_ok=True)
     if problems:
         return problems
@@ -385,6 +401,7 @@ def _close_problems(service_class: Callable[..., Any], seed: int,
             observed["close"] = {**_phase_seen(run, expected, stats),
                                  "returned": float(closing["returned"]),
                                  "closed": bool(closing["finished"]), "left": len(left),
+                                 "running_at_return": len(running),
                                  "after_close": "RuntimeError"}
         return []
     except Exception as error:  # noqa: BLE001 - reported to the student
