@@ -3,7 +3,8 @@
 The template (``lesson_template/``) is a small working lesson: a setup cell, a demonstration
 that ends with a checked claim, one exercise (answer cell, visible test, hidden test calling
 the lesson's face) and a summary; its checks package (face, settings, exercise module,
-graders, the notebook's toolbox); its validity tests over the shared scaffold
+graders that report what they observed, the notebook's toolbox) and its judge on the host
+(``autograder/judges/<face>.py``, which decides); its validity tests over the shared scaffold
 (``tests/checks/grading_runs.py``: wrong answers fail every run, correct ones pass, the
 unfilled answer fails at once); and the demo class's ``correct`` and ``racy`` answers. The
 README's "Add a lesson" section says what to change next.
@@ -25,6 +26,7 @@ FILES = {
     "checks/tally.py.tmpl": "autograder/checks/{face}/tally.py",
     "checks/grading.py.tmpl": "autograder/checks/{face}/grading.py",
     "checks/lab.py.tmpl": "autograder/checks/{face}/lab.py",
+    "judges.py.tmpl": "autograder/judges/{face}.py",
     "test.py.tmpl": "tests/checks/test_{face}.py",
     "demo/correct.py.tmpl": "demo/correct/{lesson}.py",
     "demo/racy.py.tmpl": "demo/racy/{lesson}.py",

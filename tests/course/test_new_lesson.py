@@ -46,7 +46,8 @@ def test_new_lesson_writes_every_part_of_a_lesson(scratch):
     for target in FILES.values():
         path = target.format(lesson=PROBE, face="probe")
         assert (clone / path).is_file() and f"wrote {path}" in written
-    assert len(FILES) == 9, "the scaffold's file count is stated in the README's Add a lesson"
+    assert f"grades ({len(FILES)} files)" in (REPO / "README.md").read_text(), (
+        "the scaffold's file count is stated in the README's Add a lesson")
 
 
 def test_new_lesson_refuses_a_taken_number_or_a_bad_name_and_writes_nothing(scratch):
@@ -96,6 +97,7 @@ def test_every_lesson_has_the_parts_the_scaffold_makes(lesson):
     face = faces.pop()
     for part in ("__init__.py", "settings.py", "grading.py"):
         assert (REPO / "autograder" / "checks" / face / part).is_file(), f"{face}/{part}"
+    assert (REPO / "autograder" / "judges" / f"{face}.py").is_file(), f"judges/{face}.py"
     assert (REPO / "tests" / "checks" / f"test_{face}.py").is_file()
     for student in ("correct", "racy"):
         assert (REPO / "demo" / student / f"{lesson.name}.py").is_file(), f"{student}"

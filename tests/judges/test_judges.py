@@ -5,6 +5,7 @@ import pytest
 
 from autograder import judges
 from autograder.kernel.runner import make_plain_encoder
+from tests.conftest import REPO
 
 ENCODE = make_plain_encoder()
 GOOD_COUNTER = {"one_thread": [4, 0, 2], "totals": [7] * 300, "schedules": 300}
@@ -59,7 +60,9 @@ def test_every_face_has_a_judge_module_and_every_check_a_judge():
     import importlib
     import inspect
 
-    for face in judges.FACES:
+    faces = sorted(p.parent.name for p in (REPO / "autograder" / "checks").glob("*/grading.py"))
+    assert len(faces) >= 10
+    for face in faces:
         kernel_side = importlib.import_module(f"autograder.checks.{face}")
         host_side = importlib.import_module(f"autograder.judges.{face}")
         checks = {name for name, value in vars(kernel_side).items()
