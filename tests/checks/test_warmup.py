@@ -135,10 +135,14 @@ def test_racy_warm_up_message_names_what_the_threads_did():
     assert "traced 1 time(s) while 6 threads served predict_on_batch" in result.message
 
 
-def test_cold_model_race_is_reported_as_an_error_in_a_worker_with_its_picture():
+def test_cold_model_race_is_reported_with_what_the_threads_did_and_its_picture():
+    """A cold model served from threads fails in one of two ways, both named: a thread raises
+    while another builds the model (verdict "error"), or, when the threads happen to run one
+    after another (a busy machine: seen once in a fresh clone's suite), the serving threads
+    traced the predict function (verdict "race"). The grade is the same."""
     result = warmup.run_entry_point(answers.warm_nothing)
-    assert result.verdict == "error"
-    assert "raised" in result.message
+    assert result.verdict in ("error", "race"), result.message
+    assert ("raised" if result.verdict == "error" else "traced") in result.message
     figure = result.figure()
     assert len(figure.axes[0].get_yticklabels()) == warmup.THREADS
 
