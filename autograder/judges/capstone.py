@@ -101,6 +101,10 @@ def _versions(row: list) -> list[int]:
 
 
 def _update_trial(trial: dict, number: int) -> None:
+    quiet = items(trial, "quiet", int, at_least=2, at_most=2)
+    expect(quiet == [FIRST_VERSION, FIRST_VERSION],
+           f"in trial {number}, an update published while the service was idle gave the next "
+           f"request version {quiet[1]}, not {quiet[0]}")
     published = {}
     for entry in items(trial, "published", list, at_least=UPDATES, at_most=UPDATES):
         version, at = entry if len(entry) == 2 else (None, None)

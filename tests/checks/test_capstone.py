@@ -219,3 +219,28 @@ def test_close_is_called_while_requests_wait_in_the_queue_in_every_run(answer):
         assert not problems, f"run {run + 1}: {problems}"
         assert seen == [capstone.CloseRun(held=True, handed_over=capstone.CLOSE_CLIENTS // 2,
                                           close_waiting=True)], f"run {run + 1}: {seen}"
+
+
+@pytest.mark.parametrize("answer", [answers.IdleUpdateService, *CORRECT], ids=_id)
+def test_an_update_kept_aside_until_the_service_is_idle_is_caught_whatever_the_load(answer):
+    """The weight-update check's last step publishes one more version while the service is
+    idle, then sends one request: a service that applies updates only when no request waits
+    (IdleUpdateService passed 1 of 20 busy runs of the stress part alone) serves it the old
+    weights every time; correct services serve the new ones."""
+    import threading
+
+    from autograder.checks import variables
+    from autograder.checks.capstone import updates
+
+    pool = updates._versioned_pool()
+    for _ in range(10):
+        model = pool.fresh()
+        model.set_weights(pool.weights[updates.FIRST_VERSION + 1])
+        before = set(threading.enumerate())
+        trial = updates.UpdateTrial(answer(model, pool.example.copy()), variables.LAYERS,
+                                    before=before)
+        try:
+            published, got = updates._quiet_update(trial, pool.weights, pool.example)
+        finally:
+            trial.service.close()
+        assert (got == published) is (answer is not answers.IdleUpdateService), (published, got)

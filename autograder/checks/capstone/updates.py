@@ -12,10 +12,17 @@ import numpy as np
 
 from autograder.checks import variables
 from autograder.checks.cache import memo
-from autograder.checks.capstone.clients import _close_quietly
+from autograder.checks.capstone.clients import (
+    _close_quietly,
+    _is_grader_thread,
+    _new_threads,
+    wait_until,
+    waiting_for_another,
+)
 from autograder.checks.capstone.models import _answer
 from autograder.checks.capstone.settings import (
     FIRST_VERSION,
+    HANDOVER_S,
     SEED,
     TIMEOUT_S,
     UPDATE_CLIENTS,
@@ -33,6 +40,7 @@ class UpdateTrial:
     published: list[tuple[int, float]] = field(default_factory=list)
     reads: list[list[tuple[float, Any]]] = field(default_factory=list)
     done: threading.Event = field(default_factory=threading.Event)
+    before: set[threading.Thread] = field(default_factory=set)
 
 
 class _VersionedPool:
@@ -95,6 +103,19 @@ def _update_problems(trial: UpdateTrial) -> list[str]:
     return []
 
 
+def _quiet_update(trial: UpdateTrial, weights: list, example: Any) -> tuple[int, int]:
+    """Once the clients are done and every thread the service started waits (idle), publish
+    the first version's weights again and send one request: (the version published, the
+    version of its answer's first layer). A service that keeps an update aside until it is
+    idle (no request waiting) serves that request with the old weights, whatever the machine's
+    load: the request finds its batcher already waiting."""
+    service = [t for t in _new_threads(trial.before) if not _is_grader_thread(t)]
+    wait_until(lambda: all(waiting_for_another(t) for t in service), HANDOVER_S)
+    trial.service.update_weights(weights[FIRST_VERSION])
+    output = _answer(trial.service.predict(example))
+    return FIRST_VERSION, int(variables.read_versions(output, trial.layers).max())
+
+
 def _reads_seen(trial: UpdateTrial) -> list[list]:
     """Every client's answers, run-length encoded for the judge: one entry ``[client, count,
     first start, last start, *row]`` per run of consecutive answers with the same output row
@@ -123,7 +144,8 @@ def run_weight_updates(service_class: Callable[..., Any], *, trials: int = UPDAT
     """Per trial: a new service on the versioned model, ``clients`` clients and one writer.
 
     The writer calls ``update_weights`` with versions ``FIRST_VERSION + 1 ..`` one after the
-    other; each client sends requests until the writer is done, then one more. When
+    other; each client sends requests until the writer is done, then one more. Then, once the
+    service is idle, one more update and one request (:func:`_quiet_update`). When
     ``observed`` is given, each trial that passes appends what it saw (for the judge): each
     update's version and when it returned, and the clients' answers (:func:`_reads_seen`).
     """
@@ -132,7 +154,9 @@ def run_weight_updates(service_class: Callable[..., Any], *, trials: int = UPDAT
 
     def setup() -> UpdateTrial:
         model = pool.fresh()
-        trial = UpdateTrial(service_class(model, pool.example.copy()), variables.LAYERS)
+        before = set(threading.enumerate())
+        trial = UpdateTrial(service_class(model, pool.example.copy()), variables.LAYERS,
+                            before=before)
         trial.reads = [[] for _ in range(clients)]
         return trial
 
@@ -161,9 +185,17 @@ def run_weight_updates(service_class: Callable[..., Any], *, trials: int = UPDAT
             problems = _update_problems(trial)
             if problems:
                 raise AssertionError(problems[0])
+            published, got = _quiet_update(trial, pool.weights, pool.example)
+            if got != published:
+                raise AssertionError(
+                    f"when the clients were done and the service was idle, update_weights() "
+                    f"of version {published} returned and the next request got an answer of "
+                    f"version {got}: expected version {published} (once update_weights "
+                    "returns, every later request must use the new weights, also one that "
+                    "arrives while the service waits)")
             if observed is not None:
                 observed.append({"published": [[version, at] for version, at in trial.published],
-                                 "reads": _reads_seen(trial)})
+                                 "reads": _reads_seen(trial), "quiet": [published, got]})
         finally:
             _close_quietly(trial.service)
 
