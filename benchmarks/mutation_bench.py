@@ -16,8 +16,10 @@ reference is graded too, as a control: when it does not get full marks, that les
 mean nothing and the table says so.
 
 Mutants listed in ``benchmarks/mutants/equivalent.txt`` (reviewed: no schedule and no input can
-tell them from the reference) count as *equivalent*, not as survivors; *flaky* is a mutant whose
-verdict differs between runs (``--repeat 2`` grades everything twice, into ``OUT/run-1`` and
+tell them from the reference, or, marked ``contract:``, they differ only where the exercise's
+contract leaves the result unspecified) count as *equivalent*, not as survivors; *flaky* is a
+mutant whose verdict differs between runs (``--repeat 2`` grades everything twice, into
+``OUT/run-1`` and
 ``OUT/run-2``). Mutation score = killed / (mutants - equivalent).
 
 A mutant's id is ``<lesson>.<grade_id>.<operator>.<site>``, the site numbered in the order of
@@ -548,6 +550,74 @@ def op_median(cell: _Cell) -> list[_Site]:
             new.func = ast.parse(replacement, mode="eval").body
             sites.append(_Site(node.lineno, node.col_offset,
                                f"`{name}` -> `{replacement}`", cell.expr_edit(node, new)))
+    return sites
+
+
+def op_lock_per_call(cell: _Cell) -> list[_Site]:
+    module = "threading" if "threading" in cell.lesson_names else '__import__("threading")'
+    sites = []
+    for owner, name, index, node in _lock_withs(cell):
+        for k, item in enumerate(node.items):
+            fresh = ast.withitem(context_expr=ast.parse(f"{module}.Lock()", mode="eval").body,
+                                 optional_vars=None)
+            items = [*node.items[:k], fresh, *node.items[k + 1:]]
+            sites.append(_Site(node.lineno, item.context_expr.col_offset,
+                               f"`{ast.unparse(item)}` -> `{ast.unparse(fresh)}` in "
+                               f"`with {_locks_text(node)}:` (a new lock per call)",
+                               _StmtEdit(owner, name, index, index + 1,
+                                         [_with(items, node.body)])))
+    return sites
+
+
+def op_expand_region(cell: _Cell) -> list[_Site]:
+    sites = []
+    for owner, name, index, node in _lock_withs(cell):
+        body = getattr(owner, name)
+        if index + 1 < len(body) and cell.in_region(body[index + 1]):
+            after = body[index + 1]
+            sites.append(_Site(node.lineno, node.col_offset,
+                               f"`with {_locks_text(node)}:` expanded over "
+                               f"`{ast.unparse(after).splitlines()[0]}`",
+                               _StmtEdit(owner, name, index, index + 2,
+                                         [_with(node.items, [*node.body, after])])))
+    return sites
+
+
+def op_drop_wait(cell: _Cell) -> list[_Site]:
+    sites = []
+    for owner, name, body in cell.bodies():
+        for index, stmt in enumerate(body):
+            call = _statement_call(stmt)
+            if (call and isinstance(call.func, ast.Attribute) and call.func.attr == "wait"
+                    and len(call.args) + len(call.keywords) <= 1 and cell.in_region(stmt)):
+                sites.append(_Site(call.lineno, call.col_offset,
+                                   f"`{ast.unparse(call)}` removed",
+                                   _remove_stmt(owner, name, body, index)))
+    return sites
+
+
+def op_wrong_warmup(cell: _Cell) -> list[_Site]:
+    sites = []
+    for site in op_drop_warmup(cell):
+        edit = site.edit
+        stmt = getattr(edit.owner, edit.field)[edit.start]
+        call = _statement_call(stmt)
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr in ("predict", "predict_on_batch"):
+            new = ast.Call(func=copy.deepcopy(func.value), args=[copy.deepcopy(call.args[0])],
+                           keywords=[])
+        elif isinstance(func, ast.Attribute):  # __call__
+            new = ast.Call(func=ast.Attribute(value=copy.deepcopy(func.value),
+                                              attr="predict_on_batch", ctx=ast.Load()),
+                           args=[copy.deepcopy(call.args[0])], keywords=[])
+        else:
+            new = ast.Call(func=ast.Attribute(value=copy.deepcopy(func), attr="predict_on_batch",
+                                              ctx=ast.Load()),
+                           args=[copy.deepcopy(call.args[0])], keywords=[])
+        sites.append(_Site(site.line, site.col, f"warm-up `{ast.unparse(call)}` -> "
+                           f"`{ast.unparse(new)}` (another entry point)",
+                           _StmtEdit(edit.owner, edit.field, edit.start, edit.end,
+                                     [ast.Expr(value=new)])))
     return sites
 
 

@@ -300,8 +300,9 @@ mlp_block.unlink()
 # - `predict(tokens)` returns the output for `tokens` (a tuple of 4 floats); many threads call
 #   it at once, and workers may answer in any order (`process_workers.serve` does, on purpose),
 #   even before the thread that asked is ready for the answer;
-# - `close()` stops and joins every worker and closes *and unlinks* the block, so that no
-#   process and no segment in `/dev/shm` is left.
+# - `close()` stops and joins every worker, joins every thread the pool started (a thread
+#   that collects answers, say), and closes *and unlinks* the block, so that no process, no
+#   thread and no segment in `/dev/shm` is left when it returns.
 #
 # The grader counts the private memory of every worker (a worker that got the arrays
 # themselves holds a copy) and the shared blocks (one copy of the weights, not one per
@@ -309,7 +310,9 @@ mlp_block.unlink()
 # bookkeeping (request ids, waiting callers, the answers) under the controlled scheduler of
 # lesson 00, with the worker processes replaced by stand-ins in the notebook's process: every
 # interleaving of two callers with one preemption, so a check-then-act between threads fails
-# every time, not once in a thousand runs.
+# every time, not once in a thousand runs. On those stand-ins it also closes your pool while it
+# holds the pool's own thread at the queue until `close()` joins it: a `close()` that returns
+# without that join (or sleeps instead) is seen every time.
 
 # %% nbgrader={"grade": false, "grade_id": "ex_processes_pool", "locked": false, "schema_version": 3, "solution": true, "task": false}
 class SharedWeightsPool:

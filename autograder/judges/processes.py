@@ -107,12 +107,17 @@ def _stub_output(client: int) -> list[float]:
     return [float(first), first + 0.5, -float(first), 2.0 * first]
 
 
+#: How close()'s held thread may have gone on ("" when none was held; "finish" only when
+#: close() returned while it was held, which fails).
+CLOSE_RELEASED_BY = ("", "join", "quiet", "timeout", "finish")
+
+
 def check_pool(seen: dict) -> None:
     """Every worker started with spawn and ran the grader's target; every request got the
     model's output for itself; no serving worker held a private copy of the weights, the
     shared memory held about one copy, nothing was left after close(); and, when the
     bookkeeping was explored, every schedule of both explorations gave each client its own
-    answer."""
+    answer and close() of the stubbed pool waited for the pool's threads."""
     workers = field(seen, "workers", int)
     expect(workers >= POOL_WORKERS, f"{workers} worker processes started, not {POOL_WORKERS}")
     not_spawned = field(seen, "not_spawned", int)
@@ -154,6 +159,29 @@ def check_pool(seen: dict) -> None:
             expect(_close(got, wanted, STUB_RTOL, STUB_ATOL),
                    f"schedule {number} with {workers_were} workers: the clients got {got}, not "
                    f"their own answers {wanted}")
+    _closed_after_its_threads(seen, explored=bool(explorations))
+
+
+def _closed_after_its_threads(seen: dict, *, explored: bool) -> None:
+    """When the bookkeeping was explored, close() of the stubbed pool returned, without
+    raising, and not while a thread the pool started still ran (held, or not yet released by
+    a join); none ran on afterwards."""
+    closing = field(seen, "closing", (dict, type(None)))
+    if not explored:
+        expect(closing is None, "close() was watched on stub workers the bookkeeping never ran on")
+        return
+    expect(closing is not None, "close() of the pool on stub workers was not watched")
+    field(closing, "threads", int)
+    field(closing, "held", bool)
+    released_by = field(closing, "released_by", str)
+    expect(released_by in CLOSE_RELEASED_BY, "the close run does not say how its thread went on")
+    expect(field(closing, "returned", bool) and not field(closing, "raised", bool),
+           "close() on stub workers did not return, or raised")
+    expect(not field(closing, "returned_while_held", bool)
+           and field(closing, "running_at_return", int) == 0,
+           "close() returned while a thread the pool started was still running")
+    expect(field(closing, "left_running", int) == 0,
+           "a thread the pool started still ran after close() returned")
 
 
 # --------------------------------------------------------------------------- exercise 2

@@ -16,6 +16,9 @@ STRESS_LEDGERS = [
     ("SplitUpdateLedger", True), ("AssignLedger", True), ("VariableLedger", False),
     ("ReadOutsideLedger", True), ("HalfAtomicLedger", True), ("QueueLedger", False),
 ]
+#: How the held reader of exercise 1's last run may have gone on ("" when no thread was held;
+#: "finish" only when the test returned while it was held, which fails).
+RELEASED_BY = ("", "join", "quiet", "timeout", "finish")
 #: Exercise 3's hidden pure-Python ledgers, alike.
 EXPLORE_LEDGERS = [
     ("PlainLockPerCall", True), ("PlainTwoLocks", True), ("PlainUnlockedReader", True),
@@ -42,12 +45,22 @@ def _ledgers(seen: dict, plan: list[tuple[str, bool]]) -> list[dict]:
 
 
 def check_stress_test(seen: dict) -> None:
-    """The student's test raised on every racy ledger and returned on every correct one."""
+    """The student's test raised on every racy ledger and returned on every correct one; on
+    the last correct ledger, whose first reader thread was held until the test waited for it,
+    it returned, and not while that thread was held."""
     for number, row in enumerate(_ledgers(seen, STRESS_LEDGERS), 1):
         verdict = field(row, "verdict", str)
         wanted = "raised" if row["racy"] else "returned"
         expect(verdict == wanted, f"ledger {number} ({'racy' if row['racy'] else 'correct'}): "
                                   f"the test {verdict}, not {wanted}")
+    joined = field(seen, "joined", dict)
+    expect(field(joined, "verdict", str) == "returned",
+           f"the held-reader ledger (correct): the test {joined['verdict']}, not returned")
+    field(joined, "held", bool)
+    expect(field(joined, "released_by", str) in RELEASED_BY,
+           "the held-reader run does not say how its reader went on")
+    expect(field(joined, "returned_while_held", bool) is False,
+           "the test returned while the reader thread it started was still held")
 
 
 def check_explore_ledger(seen: dict) -> None:

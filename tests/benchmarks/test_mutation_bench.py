@@ -168,12 +168,31 @@ def _mutate(source: str, operator: str, names: frozenset[str] = frozenset({"time
      ["tf.image.random_flip_up_down(im)"]),
     ("start_method", 'ctx = mp.get_context("spawn")', ["ctx = mp.get_context('fork')"]),
     ("boundary", "ok = a >= b <= c < d",
-     ["ok = a > b <= c < d", "ok = a >= b < c < d"]),
+     ["ok = a > b <= c < d", "ok = a >= b < c < d", "ok = a >= b <= c <= d"]),
+    ("boundary", "ok = n > 1", ["ok = n >= 1"]),
+    ("expand_region", "with lock:\n    a()\nb()\nc()", ["with lock:\n    a()\n    b()\nc()"]),
+    ("expand_region", "x()\nwith lock:\n    a()", []),
+    ("lock_per_call", "with self._lock:\n    a()",
+     ["with __import__('threading').Lock():\n    a()"]),
+    ("lock_per_call", "with a.lock, b.lock:\n    c()",
+     ["with __import__('threading').Lock(), b.lock:\n    c()",
+      "with a.lock, __import__('threading').Lock():\n    c()"]),
+    ("drop_wait", "barrier.wait()\nx = cond.wait_for(p)\ndone.wait(1)",
+     ["x = cond.wait_for(p)\ndone.wait(1)", "barrier.wait()\nx = cond.wait_for(p)"]),
+    ("wrong_warmup", "model.predict_on_batch(x)\nmodel.predict(x, verbose=0)",
+     ["model(x)\nmodel.predict(x, verbose=0)", "model.predict_on_batch(x)\nmodel(x)"]),
+    ("wrong_warmup", "fresh = factory()\nfresh(x)",
+     ["fresh = factory()\nfresh.predict_on_batch(x)"]),
     ("median", "m = statistics.median(xs)",
      ["m = statistics.mean(xs)", "m = max(xs)"]),
 ])
 def test_operator_rewrites_an_example_as_documented(operator, source, expected):
     assert _mutate(source, operator) == expected
+
+
+def test_lock_per_call_names_threading_where_the_lesson_imports_it():
+    assert _mutate("with lock:\n    a()", "lock_per_call", frozenset({"threading"})) == [
+        "with threading.Lock():\n    a()"]
 
 
 def test_join_to_sleep_imports_time_where_the_lesson_does_not():

@@ -298,12 +298,44 @@ class ParkedAnswerPool(_Bookkept):
         return self._wait(done, box)
 
 
+class CollectorNotJoinedPool(_Routed):
+    """``close()`` puts the end marker for the reader thread but does not join it: the reader
+    may still be delivering when close() returns (the mutation benchmark's ``drop_join``)."""
+
+    def close(self) -> None:
+        for _ in self.workers:
+            self.requests.put(None)
+        for process in self.workers:
+            process.join()
+        self.answers.put(None)
+        self.block.close()
+        self.block.unlink()
+
+
+class CollectorSleepPool(_Routed):
+    """``close()`` sleeps 10 ms where it should join the reader thread (``join_to_sleep``)."""
+
+    def close(self) -> None:
+        for _ in self.workers:
+            self.requests.put(None)
+        for process in self.workers:
+            process.join()
+        self.answers.put(None)
+        time.sleep(0.01)
+        self.block.close()
+        self.block.unlink()
+
+
 WRONG_POOLS = [ArrivalOrderPool, *lying(ReadLaterPool)]
 #: Pools whose bookkeeping (request ids, registered callers) is a check-then-act across the
 #: callers' threads and the collector: right on real processes in nearly every run, caught
 #: every run by the explored schedules with the processes stubbed.
 RACY_BOOKKEEPING_POOLS = [UnlockedIdPool, FirstFreeIdPool, RegisterAfterPutPool,
                           ParkedAnswerPool]
+#: Pools whose close() returns before the collector thread it started has ended: on real
+#: processes the collector usually ends within microseconds of close(); caught every run on
+#: stub workers, the collector held until close() joins it.
+UNJOINED_POOLS = [CollectorNotJoinedPool, CollectorSleepPool]
 #: Wrong pools whose failure is counted, not raced (a start method, bytes of private memory or
 #: of /dev/shm segments, processes alive after ``close()``): no interleaving can change the
 #: count, though they run twenty times like every other wrong answer.

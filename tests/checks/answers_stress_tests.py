@@ -15,6 +15,7 @@ from __future__ import annotations
 import concurrent.futures
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from autograder.checks.stress_tests import batch
@@ -113,8 +114,52 @@ def one_writer_with_reader(make_ledger: Any) -> None:
     _hammer(make_ledger, threads=1, records=300, barrier=True, reader=True)
 
 
+def _reader_left_running(make_ledger: Any, after_writers: Callable[[], None]) -> None:
+    """A good hammer whose reader is not joined: ``after_writers`` runs in its place."""
+    ledger = make_ledger()
+    data = batch(ROWS)
+    start = threading.Barrier(5)
+    writing = threading.Event()
+    writing.set()
+    torn: list[tuple[int, int]] = []
+
+    def write() -> None:
+        start.wait()
+        for _ in range(100):
+            ledger.record(data)
+
+    def read() -> None:
+        start.wait()
+        while writing.is_set():
+            requests, rows = ledger.totals()
+            if rows != ROWS * requests:
+                torn.append((requests, rows))
+
+    writers = [threading.Thread(target=write) for _ in range(4)]
+    for thread in [*writers, threading.Thread(target=read)]:
+        thread.start()
+    for thread in writers:
+        thread.join()
+    writing.clear()
+    after_writers()
+    assert not torn, f"torn snapshots: {torn[:3]}"
+    assert ledger.totals() == (400, ROWS * 400), ledger.totals()
+
+
+def reader_not_joined(make_ledger: Any) -> None:
+    """Wrong: the reader is never joined, so a torn snapshot it sees after the checks is
+    missed (the mutation benchmark's ``drop_join`` of the reference)."""
+    _reader_left_running(make_ledger, lambda: None)
+
+
+def reader_sleep_instead_of_join(make_ledger: Any) -> None:
+    """Wrong: a short sleep stands in for the reader's join (``join_to_sleep``)."""
+    _reader_left_running(make_ledger, lambda: time.sleep(0.01))
+
+
 WRONG_STRESS = [single_thread, few_threads_no_barrier, final_totals_only, stricter_than_contract,
-                retry_until_green, barrier_miscounted, one_writer_with_reader]
+                retry_until_green, barrier_miscounted, one_writer_with_reader, reader_not_joined,
+                reader_sleep_instead_of_join]
 
 
 def pool_with_checker(make_ledger: Any) -> None:

@@ -170,6 +170,31 @@ def test_explored_bookkeeping_fails_in_the_same_schedule_every_time(answer: Any)
     assert (first.verdict, first.schedule) == (again.verdict, again.schedule)
 
 
+@pytest.mark.parametrize("answer", answers.UNJOINED_POOLS, ids=lambda a: a.__name__)
+def test_a_close_that_does_not_join_its_collector_fails_every_grading_run(answer: Any) -> None:
+    """The whole check: right on real processes, but close() of the stubbed pool returns
+    while its collector is held (or has not yet taken the end marker), every run."""
+    left_behind = _leftovers()
+    messages = fails_every_run(processes.check_pool, "SharedWeightsPool", answer,
+                               runs=LIAR_RUNS)
+    assert all("returned while a thread the pool started was still running" in m
+               for m in messages), messages[0]
+    assert not left_behind(), f"the check left {left_behind()}"
+
+
+@pytest.mark.parametrize("answer", [answers.ConditionPool, answers.PollingPool,
+                                    answers.QueuePerWorkerPool], ids=lambda a: a.__name__)
+def test_a_close_that_joins_or_starts_no_thread_lets_the_held_collector_go(answer: Any) -> None:
+    seen = processes.closing_run(answer)
+    assert seen is not None and seen["returned"] and not seen["raised"], seen
+    assert not (seen["returned_while_held"] or seen["running_at_return"]
+                or seen["left_running"]), seen
+    if seen["threads"]:
+        assert seen["held"] and seen["released_by"] == "join", seen
+    else:
+        assert not seen["held"], seen
+
+
 def test_a_pool_the_stubs_do_not_model_is_graded_on_real_processes_only() -> None:
     assert processes.explore_pool(answers.ManagerQueuePool) is None
 

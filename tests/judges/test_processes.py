@@ -43,12 +43,13 @@ def test_the_judge_accepts_what_the_solutions_observe(observed):
 
 def test_a_pool_graded_on_real_processes_only_is_accepted_without_explorations():
     seen = judged(processes.check_pool, answers.ManagerQueuePool)
-    assert seen["bookkeeping"] == []
+    assert seen["bookkeeping"] == [] and seen["closing"] is None
 
 
 @pytest.mark.parametrize(("check", "key"), [
     ("check_pool", "outputs"), ("check_pool", "private_mb"), ("check_pool", "not_spawned"),
-    ("check_pool", "leftovers"), ("check_pool", "bookkeeping"), ("check_ledger", "totals"),
+    ("check_pool", "leftovers"), ("check_pool", "bookkeeping"), ("check_pool", "closing"),
+    ("check_ledger", "totals"),
     ("check_ledger", "methods"), ("check_ledger", "stopped"), ("check_choose", "cases")])
 def test_a_report_without_a_decisive_observation_is_refused(observed, check, key):
     seen = {name: value for name, value in observed[check].items() if name != key}
@@ -127,3 +128,18 @@ def test_the_judges_constants_are_the_checks_settings():
     assert judge.fingerprint(measured) == judge.CHOICE_CASES_SHA256
     assert [judge.rule(t, p, p_mb, budget) for t, _, p, p_mb, budget in measured] == [
         processes.reference_choice(t, p, budget) for _, t, p, budget in cases]
+
+
+def test_a_close_that_returned_before_the_pools_thread_ended_is_refused(observed):
+    seen = observed["check_pool"]
+    closing = seen["closing"]
+    assert closing["held"] and closing["released_by"] == "join" and closing["threads"] == 1
+    for change in ({"returned_while_held": True, "released_by": "finish"},
+                   {"running_at_return": 1}):
+        _refused("check_pool", {**seen, "closing": {**closing, **change}},
+                 "returned while a thread the pool started was still running")
+    _refused("check_pool", {**seen, "closing": {**closing, "left_running": 1}},
+             "still ran after close")
+    _refused("check_pool", {**seen, "closing": None}, "was not watched")
+    _refused("check_pool", {**seen, "bookkeeping": [], "closing": closing},
+             "never ran on")

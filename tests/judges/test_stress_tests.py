@@ -61,6 +61,18 @@ def test_a_stress_test_that_missed_a_racy_ledger_is_refused(observed):
         judge.check_stress_test(_with_row(seen, racy, racy=False))
 
 
+def test_a_stress_test_that_returned_before_its_reader_ended_is_refused(observed):
+    seen = observed["check_stress_test"]
+    assert seen["joined"]["held"] and seen["joined"]["released_by"] == "join"
+    left_running = {**seen["joined"], "returned_while_held": True, "released_by": "finish"}
+    with pytest.raises(Rejected, match="still held"):
+        judge.check_stress_test({**seen, "joined": left_running})
+    with pytest.raises(Rejected, match="held-reader ledger"):
+        judge.check_stress_test({**seen, "joined": {**seen["joined"], "verdict": "raised"}})
+    with pytest.raises(Rejected, match="how its reader went on"):
+        judge.check_stress_test({**seen, "joined": {**seen["joined"], "released_by": "luck"}})
+
+
 def test_an_explorer_whose_result_passed_a_racy_ledger_is_refused(observed):
     seen = observed["check_explore_ledger"]
     racy = next(n for n, row in enumerate(seen["ledgers"], 1) if row["racy"])

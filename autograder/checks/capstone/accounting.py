@@ -21,7 +21,6 @@ from autograder.checks.capstone.clients import (
     run_clients,
     wait_for_progress,
     wait_until,
-    waiting_for_another,
 )
 from autograder.checks.capstone.models import (
     _row,
@@ -45,7 +44,7 @@ from autograder.checks.capstone.settings import (
     STALL_S,
     STUCK_S,
 )
-from autograder.checks.kit import describe_error
+from autograder.checks.kit import describe_error, waiting_for_another
 from autograder.checks.plain import plain
 
 

@@ -18,12 +18,6 @@ import numpy as np
 from autograder.checks.capstone.models import _answer
 from autograder.checks.capstone.settings import STALL_S, STUCK_S
 from autograder.checks.kit import describe_threads, within
-from autograder.harness import tamper
-
-#: Where a thread waits for another (``Condition.wait``, which ``Event.wait``, ``Future.result``
-#: and ``Queue.get`` use, and ``Thread.join``): the file and the function names, read once.
-_THREADING_FILE = threading.Condition.wait.__code__.co_filename
-_WAITING_IN = frozenset({"wait", "join", "_wait_for_tstate_lock"})
 
 #: The threads the grader started (clients, close() and smoke runners), by ``id``: a thread the
 #: service starts can take any name, so the grader's threads are told apart by identity.
@@ -197,19 +191,6 @@ def wait_for_progress(threads: Sequence[threading.Thread], run: ClientRun, since
         if waiting and now - _last_answer(run, max(since, run.held_until)) > STALL_S:
             return
         alive[0].join(0.02)
-
-
-def waiting_for_another(thread: threading.Thread) -> bool:
-    """True when ``thread`` has ended or is waiting in ``threading`` for another thread: its
-    innermost frame is ``Condition.wait`` (so also ``Event.wait``, ``Future.result``,
-    ``Queue.get``) or ``Thread.join``. A client seen there after it called ``predict`` has
-    handed its request over and waits for the answer; ``close()`` seen there waits for the
-    service's threads (or its queue) to finish."""
-    if not threading.Thread.is_alive(thread):
-        return True
-    frame = tamper.current_frames().get(thread.ident or -1)
-    return (frame is not None and frame.f_code.co_filename == _THREADING_FILE
-            and frame.f_code.co_name in _WAITING_IN)
 
 
 def wait_until(condition: Callable[[], bool], within_s: float) -> bool:

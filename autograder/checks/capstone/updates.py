@@ -17,7 +17,6 @@ from autograder.checks.capstone.clients import (
     _is_grader_thread,
     _new_threads,
     wait_until,
-    waiting_for_another,
 )
 from autograder.checks.capstone.models import _answer
 from autograder.checks.capstone.settings import (
@@ -30,6 +29,7 @@ from autograder.checks.capstone.settings import (
     UPDATE_TRIALS,
     UPDATES,
 )
+from autograder.checks.kit import waiting_for_another
 from autograder.harness import Result, stress
 
 

@@ -21,7 +21,14 @@ from __future__ import annotations
 from autograder.checks.kit.deadline import SMOKE_TIMEOUT_S, Outcome, bounded, smoke, within
 from autograder.checks.kit.describe import describe_error, describe_threads
 from autograder.checks.kit.memory import keras_variable_bytes
-from autograder.checks.kit.threads import released_together, run_threads, run_together
+from autograder.checks.kit.threads import (
+    JoinProbe,
+    joining,
+    released_together,
+    run_threads,
+    run_together,
+    waiting_for_another,
+)
 from autograder.checks.kit.verdict import (
     call_text,
     explored_report,
@@ -32,8 +39,9 @@ from autograder.checks.kit.verdict import (
 )
 
 __all__ = [
-    "SMOKE_TIMEOUT_S", "Outcome", "bounded", "call_text", "describe_error", "describe_threads",
+    "JoinProbe", "SMOKE_TIMEOUT_S", "Outcome", "bounded", "call_text", "describe_error",
+    "describe_threads",
     "explored_report",
     "failure", "keras_variable_bytes", "released_together", "report", "require", "require_ok",
-    "run_threads", "run_together", "smoke", "within",
+    "joining", "run_threads", "run_together", "smoke", "waiting_for_another", "within",
 ]

@@ -8,6 +8,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from autograder.harness import tamper
+
 
 def released_together(bodies: Sequence[Callable[[], Any]], *, timeout_s: float | None = None
                       ) -> tuple[float, list[BaseException | None]]:
@@ -71,3 +73,116 @@ def run_threads(target: Callable[[int], Any], threads: int, *,
     """
     return run_together([functools.partial(target, k) for k in range(threads)],
                         timeout_s=timeout_s)
+
+
+#: Where a thread waits for another (``Condition.wait``, which ``Event.wait``, ``Future.result``
+#: and ``Queue.get`` use, and ``Thread.join``): the file and the function names, read once.
+_THREADING_FILE = threading.Condition.wait.__code__.co_filename
+_WAITING_IN = frozenset({"wait", "join", "_wait_for_tstate_lock"})
+#: Where ``Thread.join`` waits (Python 3.11: ``_wait_for_tstate_lock``; 3.13: ``join``).
+_JOINING_IN = frozenset({"join", "_wait_for_tstate_lock"})
+
+
+def waiting_for_another(thread: threading.Thread) -> bool:
+    """True when ``thread`` has ended or is waiting in ``threading`` for another thread: its
+    innermost frame is ``Condition.wait`` (so also ``Event.wait``, ``Future.result``,
+    ``Queue.get``) or ``Thread.join``. A client seen there after it called ``predict`` has
+    handed its request over and waits for the answer; ``close()`` seen there waits for the
+    service's threads (or its queue) to finish."""
+    if not threading.Thread.is_alive(thread):
+        return True
+    frame = tamper.current_frames().get(thread.ident or -1)
+    return (frame is not None and frame.f_code.co_filename == _THREADING_FILE
+            and frame.f_code.co_name in _WAITING_IN)
+
+
+def joining(thread: threading.Thread, other: threading.Thread) -> bool:
+    """True when ``thread`` is inside ``other.join()`` (waiting for ``other`` to end)."""
+    if not threading.Thread.is_alive(thread):
+        return False
+    frame = tamper.current_frames().get(thread.ident or -1)
+    return (frame is not None and frame.f_code.co_filename == _THREADING_FILE
+            and frame.f_code.co_name in _JOINING_IN
+            and frame.f_locals.get("self") is other)
+
+
+class JoinProbe:
+    """Holds one of an answer's threads until the answer waits for it: a missing join is seen
+    every time, never by luck.
+
+    An answer that returns while a thread it started still runs (no ``join()``, or a sleep in
+    its place) passes or fails by chance when that thread's last steps are quick. The grader
+    calls :meth:`hold` from code it owns that the answer's threads run (a hidden ledger's
+    method, a stand-in queue's ``get``): once :meth:`arm`-ed, the first thread other than the
+    waiter to get there stops until :meth:`watch` sees the waiter join it, or sees the waiter
+    blocked in ``threading`` for :attr:`quiet_s` seconds with no :meth:`progress` (it waits for
+    the held thread some other way, an ``Event`` say). An answer that returns while its
+    thread is held (:meth:`finish`) did not wait for it: the thread certainly still ran.
+
+    Attributes:
+        held: The thread held (None while none got there).
+        released_by: ``"join"``, ``"quiet"``, ``"finish"`` (the waiter's call ended first) or
+            ``"timeout"``; "" while held or while none was held.
+    """
+
+    def __init__(self, quiet_s: float, limit_s: float) -> None:
+        """Args: quiet_s: how long the waiter may wait in ``threading`` with no progress before
+        the held thread goes on; limit_s: how long any thread is held at most."""
+        self.quiet_s = quiet_s
+        self.limit_s = limit_s
+        self.held: threading.Thread | None = None
+        self.released_by = ""
+        self._gate = threading.Event()
+        self._lock = threading.Lock()
+        self._waiter: threading.Thread | None = None
+        self._armed = False
+        self._last = time.perf_counter()
+
+    def arm(self, waiter: threading.Thread) -> None:
+        """From now on, the first other thread to reach :meth:`hold` stops there."""
+        with self._lock:
+            self._waiter, self._armed = waiter, True
+        self.progress()
+
+    def progress(self) -> None:
+        """The answer's threads did work (a quiet waiter is not yet stuck on the held one)."""
+        self._last = time.perf_counter()
+
+    def hold(self) -> None:
+        """Called in the answer's thread, by grader code: the first one stops here."""
+        me = threading.current_thread()
+        with self._lock:
+            if not self._armed or self.held is not None or me is self._waiter:
+                return
+            self.held = me
+        if not self._gate.wait(self.limit_s):
+            self._release("timeout")
+
+    def watch(self) -> None:
+        """Release the held thread when the waiter joins it or waits quietly; returns once
+        released (run it on a grader thread)."""
+        while not self._gate.is_set():
+            waiter, held = self._waiter, self.held
+            if held is not None and waiter is not None:
+                if joining(waiter, held):
+                    self._release("join")
+                elif (time.perf_counter() - self._last > self.quiet_s
+                      and waiting_for_another(waiter)):
+                    self._release("quiet")
+            time.sleep(0.001)
+
+    def finish(self) -> bool:
+        """The waiter's call ended: True when a thread was still held then (the answer did not
+        wait for it). Releases it either way."""
+        with self._lock:
+            still_held = self.held is not None and not self._gate.is_set()
+            self._armed = False
+        self._release("finish")
+        return still_held
+
+    def _release(self, why: str) -> None:
+        with self._lock:
+            if not self._gate.is_set():
+                self._gate.set()
+                if self.held is not None:
+                    self.released_by = why

@@ -42,6 +42,7 @@ from autograder.checks.processes.bookkeeping import (
     StubContext,
     StubProcess,
     StubQueue,
+    closing_run,
     explore_pool,
     stub_output,
     stub_target,
@@ -133,7 +134,8 @@ __all__ = [
     "embedding_weights", "reference_output", "request_tokens",
     # the three exercises
     "PoolRun", "run_pool",
-    "StubContext", "StubProcess", "StubQueue", "explore_pool", "stub_output", "stub_target",
+    "StubContext", "StubProcess", "StubQueue", "closing_run", "explore_pool", "stub_output",
+    "stub_target",
     "LedgerRun", "Waiting", "run_ledger_once", "waiting", "waits_without_limit",
     "DesignRun", "choice_cases", "reference_choice",
     # graders

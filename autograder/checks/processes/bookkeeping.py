@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from autograder.checks.kit import bounded
+from autograder.checks.kit import JoinProbe, bounded, within
 from autograder.checks.plain import NotPlainData, plain_array
 from autograder.checks.processes.resources import clean_up, snapshot
 from autograder.checks.processes.settings import (
@@ -56,6 +56,9 @@ from autograder.checks.processes.settings import (
     BOOKKEEPING_SCHEDULES,
     BOOKKEEPING_SEED,
     BOOKKEEPING_TIMEOUT_S,
+    CLOSE_QUIET_S,
+    CLOSE_S,
+    JOIN_GRACE_S,
 )
 from autograder.harness import Result, explore
 
@@ -100,6 +103,8 @@ class _Stubs:
 
     eager: bool
     queues: list[StubQueue] = field(default_factory=list)
+    #: Holds the first pool thread to touch a queue once close() began (:func:`closing_run`).
+    probe: JoinProbe | None = None
 
     def end(self) -> None:
         """Wake and end every thread waiting on these queues; forget them."""
@@ -116,6 +121,7 @@ class StubQueue(queue.Queue):
         super().__init__(maxsize)
         self._over = False
         self._servers: list[StubProcess] = []
+        self._stubs = stubs
         if stubs is not None:
             stubs.queues.append(self)
 
@@ -152,6 +158,16 @@ class StubQueue(queue.Queue):
         else:
             server._handle(obj)
 
+    def empty(self) -> bool:
+        """As ``queue.Queue.empty`` (a pool thread asking, once close() began, is held)."""
+        _hold(self)
+        return queue.Queue.empty(self)
+
+    def qsize(self) -> int:
+        """As ``queue.Queue.qsize`` (held as :meth:`empty`)."""
+        _hold(self)
+        return queue.Queue.qsize(self)
+
     def close(self) -> None:
         """As ``multiprocessing.Queue.close``: nothing to release here."""
 
@@ -177,7 +193,17 @@ class StubQueue(queue.Queue):
 
 
 def _queue_get(stub: StubQueue, block: bool = True, timeout: float | None = None) -> Any:
-    return queue.Queue.get(stub, block, _cut(timeout))  # the pool waits for an item here
+    try:
+        return queue.Queue.get(stub, block, _cut(timeout))  # the pool waits for an item here
+    finally:
+        _hold(stub)
+
+
+def _hold(stub: StubQueue) -> None:
+    """Once close() began, the first pool thread to get here stops until close() joins it."""
+    probe = stub._stubs.probe if stub._stubs is not None else None
+    if probe is not None:
+        probe.hold()
 
 
 def _cut(timeout: float | None) -> float | None:
@@ -554,11 +580,11 @@ def _other_client(client: int) -> Callable[[_PoolRun], None]:
 
 _CLIENTS = [_first_client] + [_other_client(k) for k in range(1, BOOKKEEPING_CLIENTS)]
 _GLUE = (*_CLIENTS, _ask, _tokens, stub_output, _is_request, _refuse, _Kill.__init__,
-         _queue_get, _cut, _join,
+         _queue_get, _cut, _join, _hold,
          _Stubs.end, StubModule.__getattr__,
          *(vars(StubQueue)[name] for name in (
-             "__init__", "_deliver", "close", "join_thread", "cancel_join_thread", "_qsize",
-             "_get")),
+             "__init__", "_deliver", "empty", "qsize", "close", "join_thread",
+             "cancel_join_thread", "_qsize", "_get")),
          *(vars(StubQueue)[name].fget for name in ("put", "put_nowait", "get", "get_nowait")),
          vars(StubProcess)["join"].fget, vars(StubProcess)["_answer"].__func__,
          vars(StubContext)["Process"].fget,
@@ -684,3 +710,76 @@ def _works_once(pool_class: Callable[..., Any], stubs: _Stubs) -> bool:
         return False
     finally:
         stubs.end()
+
+
+# --------------------------------------------------------------------------- close() joins
+
+
+def closing_run(pool_class: Callable[..., Any]) -> dict[str, Any] | None:
+    """Close a stubbed pool (eager stub workers) while the grader holds the pool's own thread.
+
+    The pool is made with one stub worker and asked twice on this thread; the threads it
+    started are its own. Then ``close()`` runs on a grader thread, and the first of the pool's
+    threads to touch a stub queue after that (its answer collector, taking the end marker) is
+    held (:class:`~autograder.checks.kit.JoinProbe`) until ``close()`` joins it, or waits for
+    it some other way for :data:`CLOSE_QUIET_S`. A ``close()`` that does not wait for its
+    threads (no join, or a sleep instead) returns while one is still held, or has not yet
+    taken the marker: every time, never by chance.
+
+    Returns:
+        ``threads`` (the pool's own), ``held`` (one was held), ``released_by`` (the probe's
+        word), ``returned`` (close() returned within :data:`CLOSE_S`), ``running_at_return``
+        (the pool's threads alive the moment close() returned, after a release by join or
+        with none held) and ``left_running`` (still alive :data:`JOIN_GRACE_S` later); None
+        when the pool uses what the stubs do not model, or does not work on them once.
+    """
+    stubs = _Stubs(eager=True)
+    try:
+        return _close_held(pool_class, stubs)
+    finally:
+        stubs.end()
+
+
+def _close_held(pool_class: Callable[..., Any], stubs: _Stubs) -> dict[str, Any] | None:
+    before = {id(t) for t in threading.enumerate()}
+    seen: dict[str, Any] = {"running_at_return": 0}
+    with _stubbed(pool_class, stubs):
+        def make_and_ask() -> Any:
+            pool = pool_class([w.copy() for w in _WEIGHTS], 1, stub_target)
+            for k in range(2):
+                pool.predict(_tokens(k))
+            return pool
+
+        grader: list[threading.Thread] = []
+        made = within(make_and_ask, BOOKKEEPING_PROBE_S, name="grader-stub-pool",
+                      track=grader.append)
+        if not made.finished or made.error is not None:
+            return None
+        pool = made.value
+        before.update(id(t) for t in grader)
+        own = [t for t in threading.enumerate() if id(t) not in before]
+        probe = JoinProbe(CLOSE_QUIET_S, CLOSE_S / 2)
+        stubs.probe = probe
+
+        def close() -> None:
+            probe.arm(threading.current_thread())
+            try:
+                pool.close()
+            finally:
+                seen["returned_while_held"] = probe.finish()
+                if probe.released_by in ("", "join", "finish"):
+                    seen["running_at_return"] = sum(threading.Thread.is_alive(t) for t in own)
+
+        watcher = threading.Thread(target=probe.watch, name="grader-join-probe", daemon=True)
+        watcher.start()
+        outcome = within(close, CLOSE_S, name="grader-close")
+        probe.finish()
+        watcher.join(1.0)
+        for thread in own:
+            thread.join(JOIN_GRACE_S / max(len(own), 1))
+    return {"threads": len(own), "held": probe.held is not None,
+            "released_by": probe.released_by, "returned": bool(outcome.finished),
+            "raised": outcome.error is not None,
+            "returned_while_held": bool(seen.get("returned_while_held", False)),
+            "running_at_return": int(seen["running_at_return"]),
+            "left_running": sum(threading.Thread.is_alive(t) for t in own)}

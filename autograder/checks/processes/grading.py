@@ -17,12 +17,14 @@ import numpy as np
 from autograder.checks import process_workers
 from autograder.checks.kit import call_text, describe_error, report, require
 from autograder.checks.plain import plain
-from autograder.checks.processes.bookkeeping import explore_pool
+from autograder.checks.processes.bookkeeping import closing_run, explore_pool
 from autograder.checks.processes.choice import DesignRun, choice_cases, reference_choice
 from autograder.checks.processes.ledger import run_ledger_once
 from autograder.checks.processes.model import embedding_weights
 from autograder.checks.processes.pool import run_pool
 from autograder.checks.processes.settings import (
+    CLOSE_S,
+    JOIN_GRACE_S,
     LEDGER_HOLD_S,
     LEDGER_WORKERS,
     MARGIN,
@@ -41,8 +43,9 @@ def check_pool(pool_class: Callable[..., Any]) -> None:
     Reports (for the judge) the worker processes started, not started with spawn, that ran
     the grader's target and that ran another; every graded request's output; the private
     memory (MB) of each worker that served; the MB in new shared-memory segments; the workers
-    still running after ``close()`` and the processes and segments left; and each exploration
-    of the bookkeeping (none when it was not explored).
+    still running after ``close()`` and the processes and segments left; each exploration
+    of the bookkeeping (none when it was not explored); and how ``close()`` of a stubbed pool
+    waited for the pool's own threads (None when it was not explored).
     """
     exercise = "SharedWeightsPool"
     weights_mb = sum(a.nbytes for a in embedding_weights()) / MB
@@ -92,9 +95,13 @@ def check_pool(pool_class: Callable[..., Any]) -> None:
             "join every worker, then close and unlink the shared block")
     explored: list = []
     result = explore_pool(pool_class, observed=explored)
+    closing = None
     if result is not None:
         require(result, exercise=exercise, again=call_text("processes.explore_pool", exercise),
                 hint=_BOOKKEEPING_HINT)
+        closing = closing_run(pool_class)
+        if closing is not None:
+            _require_joined(exercise, closing)
     report({"workers": len(seen.workers), "not_spawned": seen.not_spawned,
             "served": len(seen.served), "other_target": len(seen.other_target),
             "outputs": seen.outputs,
@@ -102,7 +109,33 @@ def check_pool(pool_class: Callable[..., Any]) -> None:
                            if pid in seen.served],
             "segment_mb": float(seen.segment_mb), "still_running": len(seen.still_running),
             "leftovers": [len(seen.leftovers.processes), len(seen.leftovers.segments)],
-            "bookkeeping": explored if result is not None else []})
+            "bookkeeping": explored if result is not None else [],
+            "closing": closing})
+
+
+def _require_joined(exercise: str, closing: dict[str, Any]) -> None:
+    """close() of the stubbed pool returned, and not before every thread the pool started
+    had ended (see :func:`~autograder.checks.processes.bookkeeping.closing_run`)."""
+    if not closing["returned"]:
+        raise AssertionError(
+            f"{exercise}: close() did not return within {CLOSE_S:g} s on stub workers, while "
+            "the grader held the pool's own thread until close() joined it; expected "
+            "close() to join the threads the pool started (Thread.join), then return")
+    if closing["raised"]:
+        raise AssertionError(f"{exercise}: close() raised on stub workers; expected it to "
+                             "work")
+    if closing["returned_while_held"] or closing["running_at_return"]:
+        raise AssertionError(
+            f"{exercise}: close() returned while a thread the pool started was still running "
+            "(the grader held the pool's thread that took the queue's last item until "
+            "close() joined it, and close() returned without waiting); expected close() to "
+            "join every thread the pool started, the one that collects answers too: a sleep "
+            "is not a join, and a thread left running outlives the pool it serves")
+    if closing["left_running"]:
+        raise AssertionError(
+            f"{exercise}: {closing['left_running']} thread(s) the pool started were still "
+            f"running {JOIN_GRACE_S:g} s after close() returned; expected close() to stop them "
+            "(an end marker on the queue they read) and join them")
 
 
 #: What a failing explored schedule of the pool means (see :mod:`.bookkeeping`).

@@ -8,7 +8,12 @@ from typing import Any
 from autograder.checks.kit import report
 from autograder.checks.stress_tests.gil_hidden import GIL_HIDDEN_CORRECT, GIL_HIDDEN_RACY
 from autograder.checks.stress_tests.ledgers import CORRECT, RACY
-from autograder.checks.stress_tests.running import explore_rows, grade_against, verdict_table
+from autograder.checks.stress_tests.running import (
+    explore_rows,
+    grade_against,
+    joined_run,
+    verdict_table,
+)
 from autograder.checks.stress_tests.servers import measure_problems
 from autograder.checks.stress_tests.settings import BUDGET_S
 
@@ -26,8 +31,12 @@ def check_stress_test(test: Callable[[Callable[[], Any]], Any], **kwargs: Any) -
     wrong = [row for row in rows if not row["right"]]
     expected = len(kwargs.get("racy", RACY)) + len(kwargs.get("correct", CORRECT))
     if not wrong and len(rows) == expected:
+        joined = joined_run(test, budget_s=kwargs.get("budget_s", BUDGET_S))
+        _require_joined(joined)
         report({"ledgers": [{"name": row["name"], "racy": row["racy"],
-                             "verdict": row["verdict"]} for row in rows]})
+                             "verdict": row["verdict"]} for row in rows],
+                "joined": {key: joined[key] for key in
+                           ("verdict", "held", "released_by", "returned_while_held")}})
         return
     missed = sum(row["racy"] and row["verdict"] == "returned" for row in wrong)
     false_alarms = sum(not row["racy"] and row["verdict"] == "raised" for row in wrong)
@@ -47,6 +56,25 @@ def check_stress_test(test: Callable[[Callable[[], Any]], Any], **kwargs: Any) -
         "stress_ledger: expected to fail every racy ledger and pass every correct one, but "
         + "; ".join(summary) + ".\nWhat your test did with each hidden ledger, in the order "
         "they ran (grading stops at the first wrong verdict):\n" + verdict_table(rows))
+
+
+def _require_joined(joined: dict[str, Any]) -> None:
+    """The last run (a correct ledger, its first reader thread held until the test joins it):
+    the test passed it and did not return while that thread still ran."""
+    if joined["returned_while_held"]:
+        raise AssertionError(
+            "stress_ledger: your test returned while a thread it started was still running: "
+            "on a correct ledger, the grader held your reader thread inside totals() until "
+            "your test joined it, and your test returned without waiting for it (no join(), "
+            "or a sleep instead): expected your test to join every thread it starts before "
+            "it checks what they saw, since a reader still running then can miss the torn "
+            "snapshot it was about to see.")
+    if joined["verdict"] != "returned":
+        said = {"raised": f"failed it ({joined['detail']})",
+                "hung": f"hung ({joined['detail']})"}[joined["verdict"]]
+        raise AssertionError(
+            f"stress_ledger: on one more correct ledger, whose reader thread's totals() was "
+            f"slow to return, your test {said}; expected it to pass (a reader may be slow)")
 
 
 def check_measure(measure: Callable[..., Any]) -> None:

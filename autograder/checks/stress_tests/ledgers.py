@@ -320,3 +320,30 @@ def _anonymous(cls: type, *, costed: bool = False) -> Callable[[], Any]:
         return hidden()
 
     return make_ledger
+
+
+def held_reader(probe: Any) -> Callable[[], Any]:
+    """A factory of correct ledgers (:class:`LockedLedger`'s, costed and anonymous) whose first
+    reader thread is held by ``probe`` (a :class:`~autograder.checks.kit.JoinProbe`): a thread
+    that calls ``totals()`` without having recorded stops there until the test waits for it.
+    Every ``record()`` counts as progress."""
+    writers: set[int] = set()
+
+    def record(self: Any, data: Any) -> None:
+        writers.add(threading.get_ident())
+        probe.progress()
+        LockedLedger.record(self, data)
+
+    def totals(self: Any) -> tuple[int, int]:
+        if threading.get_ident() not in writers:
+            probe.hold()
+        return _costed_totals(self)
+
+    hidden = type("Ledger", (LockedLedger,), {"__doc__": "A ledger (record, totals).",
+                                              "record": record, "totals": totals})
+    hidden.__qualname__ = "Ledger"
+
+    def make_ledger() -> Any:
+        return hidden()
+
+    return make_ledger

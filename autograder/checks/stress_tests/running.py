@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import random
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from autograder.checks.kit import within
+from autograder.checks.kit import JoinProbe, within
 from autograder.checks.plain import exception_line, plain
 from autograder.checks.stress_tests.gil_hidden import GIL_HIDDEN_CORRECT, GIL_HIDDEN_RACY
-from autograder.checks.stress_tests.ledgers import CORRECT, RACY, _anonymous, _rows_of, batch
-from autograder.checks.stress_tests.settings import BUDGET_S, EXPLORE_BUDGET_S, SEED
+from autograder.checks.stress_tests.ledgers import (
+    CORRECT,
+    RACY,
+    _anonymous,
+    _rows_of,
+    batch,
+    held_reader,
+)
+from autograder.checks.stress_tests.settings import BUDGET_S, EXPLORE_BUDGET_S, JOIN_QUIET_S, SEED
 
 
 def run_bounded(function: Callable[[], Any], budget_s: float) -> tuple[str, str, float]:
@@ -62,6 +70,38 @@ def grade_against(test: Callable[[Callable[[], Any]], Any], *, racy: Sequence[ty
         if not right:
             break  # one wrong verdict decides the grade; a hung test also keeps a thread busy
     return rows
+
+
+def joined_run(test: Callable[[Callable[[], Any]], Any], *, budget_s: float = BUDGET_S
+               ) -> dict[str, Any]:
+    """Run ``test`` once more, on a correct ledger whose first reader thread is held until the
+    test joins it (:func:`held_reader`, :class:`~autograder.checks.kit.JoinProbe`).
+
+    A test that returns without joining its reader (or sleeps instead) returns while that
+    reader is certainly still inside ``totals()``: a torn snapshot it was about to see would be
+    missed. Returns ``verdict`` and ``detail`` (as :func:`run_bounded`), ``held`` (a reader
+    thread was held), ``released_by`` (how it went on: the probe's word) and
+    ``returned_while_held``.
+    """
+    probe = JoinProbe(JOIN_QUIET_S, budget_s)
+    make_ledger = held_reader(probe)
+    seen: dict[str, Any] = {"returned_while_held": False}
+
+    def run() -> None:
+        probe.arm(threading.current_thread())
+        try:
+            test(make_ledger)
+        finally:
+            seen["returned_while_held"] = probe.finish()
+
+    watcher = threading.Thread(target=probe.watch, name="grader-join-probe", daemon=True)
+    watcher.start()
+    verdict, detail, seconds = run_bounded(run, budget_s)
+    probe.finish()
+    watcher.join(1.0)
+    return {"verdict": verdict, "detail": detail, "seconds": seconds,
+            "held": probe.held is not None, "released_by": probe.released_by,
+            "returned_while_held": bool(seen["returned_while_held"])}
 
 
 def verdict_table(rows: Sequence[dict[str, Any]]) -> str:
