@@ -182,6 +182,11 @@ def _closed_after_its_threads(seen: dict, *, explored: bool) -> None:
            "close() returned while a thread the pool started was still running")
     expect(field(closing, "left_running", int) == 0,
            "a thread the pool started still ran after close() returned")
+    field(closing, "worker_held", bool)
+    expect(field(closing, "worker_released_by", str) in CLOSE_RELEASED_BY,
+           "the close run does not say how its worker went on")
+    expect(field(closing, "worker_running_at_return", bool) is False,
+           "close() returned while a worker process was still running")
 
 
 # --------------------------------------------------------------------------- exercise 2

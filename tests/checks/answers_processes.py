@@ -326,6 +326,21 @@ class CollectorSleepPool(_Routed):
         self.block.unlink()
 
 
+class WorkerSleepPool(_Routed):
+    """``close()`` sleeps 10 ms where it should join each worker (``join_to_sleep``): a
+    worker that took its end marker usually exits within that, but nothing waits for it."""
+
+    def close(self) -> None:
+        for _ in self.workers:
+            self.requests.put(None)
+        for _process in self.workers:
+            time.sleep(0.01)
+        self.answers.put(None)
+        self.reader.join()
+        self.block.close()
+        self.block.unlink()
+
+
 WRONG_POOLS = [ArrivalOrderPool, *lying(ReadLaterPool)]
 #: Pools whose bookkeeping (request ids, registered callers) is a check-then-act across the
 #: callers' threads and the collector: right on real processes in nearly every run, caught
@@ -336,6 +351,9 @@ RACY_BOOKKEEPING_POOLS = [UnlockedIdPool, FirstFreeIdPool, RegisterAfterPutPool,
 #: processes the collector usually ends within microseconds of close(); caught every run on
 #: stub workers, the collector held until close() joins it.
 UNJOINED_POOLS = [CollectorNotJoinedPool, CollectorSleepPool]
+#: A pool whose close() returns before its worker processes have exited: caught every run on
+#: stub workers, the worker held until close() joins it.
+UNJOINED_WORKER_POOLS = [WorkerSleepPool]
 #: Wrong pools whose failure is counted, not raced (a start method, bytes of private memory or
 #: of /dev/shm segments, processes alive after ``close()``): no interleaving can change the
 #: count, though they run twenty times like every other wrong answer.

@@ -182,6 +182,16 @@ def test_a_close_that_does_not_join_its_collector_fails_every_grading_run(answer
     assert not left_behind(), f"the check left {left_behind()}"
 
 
+@pytest.mark.parametrize("answer", answers.UNJOINED_WORKER_POOLS, ids=lambda a: a.__name__)
+def test_a_close_that_does_not_join_its_workers_fails_every_grading_run(answer: Any) -> None:
+    left_behind = _leftovers()
+    messages = fails_every_run(processes.check_pool, "SharedWeightsPool", answer,
+                               runs=LIAR_RUNS)
+    assert all("returned while a worker process was still running" in m
+               for m in messages), messages[0]
+    assert not left_behind(), f"the check left {left_behind()}"
+
+
 @pytest.mark.parametrize("answer", [answers.ConditionPool, answers.PollingPool,
                                     answers.QueuePerWorkerPool], ids=lambda a: a.__name__)
 def test_a_close_that_joins_or_starts_no_thread_lets_the_held_collector_go(answer: Any) -> None:
@@ -193,6 +203,8 @@ def test_a_close_that_joins_or_starts_no_thread_lets_the_held_collector_go(answe
         assert seen["held"] and seen["released_by"] == "join", seen
     else:
         assert not seen["held"], seen
+    assert seen["worker_held"] and seen["worker_released_by"] == "join", seen
+    assert not seen["worker_running_at_return"], seen
 
 
 def test_a_pool_the_stubs_do_not_model_is_graded_on_real_processes_only() -> None:

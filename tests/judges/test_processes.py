@@ -140,6 +140,8 @@ def test_a_close_that_returned_before_the_pools_thread_ended_is_refused(observed
                  "returned while a thread the pool started was still running")
     _refused("check_pool", {**seen, "closing": {**closing, "left_running": 1}},
              "still ran after close")
+    _refused("check_pool", {**seen, "closing": {**closing, "worker_running_at_return": True}},
+             "a worker process was still running")
     _refused("check_pool", {**seen, "closing": None}, "was not watched")
     _refused("check_pool", {**seen, "bookkeeping": [], "closing": closing},
              "never ran on")

@@ -96,14 +96,18 @@ def waiting_for_another(thread: threading.Thread) -> bool:
             and frame.f_code.co_name in _WAITING_IN)
 
 
-def joining(thread: threading.Thread, other: threading.Thread) -> bool:
-    """True when ``thread`` is inside ``other.join()`` (waiting for ``other`` to end)."""
+def joining(thread: threading.Thread, other: threading.Thread,
+            through: Sequence[object] = ()) -> bool:
+    """True when ``thread`` is inside ``other.join()`` (waiting for ``other`` to end), or waits
+    in ``threading`` on one of ``through`` (a condition that stands for ``other``'s end)."""
     if not threading.Thread.is_alive(thread):
         return False
     frame = tamper.current_frames().get(thread.ident or -1)
-    return (frame is not None and frame.f_code.co_filename == _THREADING_FILE
-            and frame.f_code.co_name in _JOINING_IN
-            and frame.f_locals.get("self") is other)
+    if frame is None or frame.f_code.co_filename != _THREADING_FILE:
+        return False
+    waited = frame.f_locals.get("self")
+    return ((frame.f_code.co_name in _JOINING_IN and waited is other)
+            or (frame.f_code.co_name in _WAITING_IN and any(waited is t for t in through)))
 
 
 class JoinProbe:
@@ -120,6 +124,8 @@ class JoinProbe:
     thread is held (:meth:`finish`) did not wait for it: the thread certainly still ran.
 
     Attributes:
+        through: What else the waiter may wait on to wait for the held thread (the condition
+            of a stand-in process's exit event, say), for :func:`joining`.
         held: The thread held (None while none got there).
         released_by: ``"join"``, ``"quiet"``, ``"finish"`` (the waiter's call ended first) or
             ``"timeout"``; "" while held or while none was held.
@@ -130,6 +136,7 @@ class JoinProbe:
         the held thread goes on; limit_s: how long any thread is held at most."""
         self.quiet_s = quiet_s
         self.limit_s = limit_s
+        self.through: list[object] = []
         self.held: threading.Thread | None = None
         self.released_by = ""
         self._gate = threading.Event()
@@ -164,7 +171,7 @@ class JoinProbe:
         while not self._gate.is_set():
             waiter, held = self._waiter, self.held
             if held is not None and waiter is not None:
-                if joining(waiter, held):
+                if joining(waiter, held, self.through):
                     self._release("join")
                 elif (time.perf_counter() - self._last > self.quiet_s
                       and waiting_for_another(waiter)):

@@ -40,6 +40,7 @@ import re
 import sysconfig
 import threading
 import types
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,6 +73,8 @@ class _Over(SystemExit):
     threading module does not report a SystemExit)."""
 
 
+#: The threads of gathering stub workers (the grader's, not the pool's).
+_STUB_THREADS: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
 #: The tiny weights the explored pools are made with (a 4-row table, a 2 x 4 head).
 _WEIGHTS = (np.arange(8, dtype=np.float32).reshape(4, 2), np.ones((2, 4), np.float32),
             np.zeros(4, np.float32))
@@ -103,8 +106,13 @@ class _Stubs:
 
     eager: bool
     queues: list[StubQueue] = field(default_factory=list)
+    #: Timeouts of the pool's waits cut to a millisecond (under the scheduler; see
+    #: :attr:`StubQueue.get`); :func:`closing_run` runs real threads and keeps them.
+    cut: bool = True
     #: Holds the first pool thread to touch a queue once close() began (:func:`closing_run`).
     probe: JoinProbe | None = None
+    #: Holds a gathering stub worker that took its end marker until close() joins it.
+    exit_probe: JoinProbe | None = None
 
     def end(self) -> None:
         """Wake and end every thread waiting on these queues; forget them."""
@@ -193,8 +201,10 @@ class StubQueue(queue.Queue):
 
 
 def _queue_get(stub: StubQueue, block: bool = True, timeout: float | None = None) -> Any:
+    if stub._stubs is None or stub._stubs.cut:
+        timeout = _cut(timeout)
     try:
-        return queue.Queue.get(stub, block, _cut(timeout))  # the pool waits for an item here
+        return queue.Queue.get(stub, block, timeout)  # the pool waits for an item here
     finally:
         _hold(stub)
 
@@ -229,6 +239,7 @@ class StubProcess:
         self._args = tuple(args)
         self._kwargs = dict(kwargs or {})
         self._eager = stubs is not None and stubs.eager
+        self._stubs = stubs
         self.name = name or "StubProcess"
         self.daemon = daemon
         self.pid: int | None = None
@@ -247,7 +258,9 @@ class StubProcess:
         self._started = True
         self.pid = next(_PIDS)
         if not self._eager:
-            threading.Thread(target=self._gather, args=(requests, answers), daemon=True).start()
+            worker = threading.Thread(target=self._gather, args=(requests, answers), daemon=True)
+            _STUB_THREADS.add(worker)
+            worker.start()
             return
         requests._servers.append(self)
         while self.is_alive():  # requests put before this worker started
@@ -283,6 +296,10 @@ class StubProcess:
                     self.exitcode = -15 if isinstance(last, _Kill) else 0
                     return
         finally:
+            probe = self._stubs.exit_probe if self._stubs is not None else None
+            if probe is not None:
+                probe.through.append(self._exited._cond)
+                probe.hold()
             self._exited.set()
 
     @staticmethod
@@ -335,7 +352,9 @@ class StubProcess:
 
 
 def _join(process: StubProcess, timeout: float | None = None) -> None:
-    process._exited.wait(_cut(timeout))  # the pool waits for a worker to end here
+    if process._stubs is None or process._stubs.cut:
+        timeout = _cut(timeout)
+    process._exited.wait(timeout)  # the pool waits for a worker to end here
 
 
 def _is_request(item: Any) -> bool:
@@ -718,22 +737,27 @@ def _works_once(pool_class: Callable[..., Any], stubs: _Stubs) -> bool:
 def closing_run(pool_class: Callable[..., Any]) -> dict[str, Any] | None:
     """Close a stubbed pool (eager stub workers) while the grader holds the pool's own thread.
 
-    The pool is made with one stub worker and asked twice on this thread; the threads it
-    started are its own. Then ``close()`` runs on a grader thread, and the first of the pool's
-    threads to touch a stub queue after that (its answer collector, taking the end marker) is
-    held (:class:`~autograder.checks.kit.JoinProbe`) until ``close()`` joins it, or waits for
-    it some other way for :data:`CLOSE_QUIET_S`. A ``close()`` that does not wait for its
-    threads (no join, or a sleep instead) returns while one is still held, or has not yet
-    taken the marker: every time, never by chance.
+    The pool is made with one gathering stub worker and asked twice on a grader thread; the
+    threads it started are its own. Then ``close()`` runs on a grader thread (the pool's waits
+    keep their timeouts), and two things are held
+    (:class:`~autograder.checks.kit.JoinProbe`) until ``close()`` waits for them, or waits
+    some other way for :data:`CLOSE_QUIET_S`: the first of the pool's threads to touch a stub
+    queue (its answer collector, taking the end marker), and the stub worker that took its
+    end marker, before it counts as exited (``close()`` joins it through ``Process.join``). A
+    ``close()`` that does not wait for its threads or its workers (no join, or a sleep instead)
+    returns while one is still held, or has not yet taken the marker: every time, never by
+    chance.
 
     Returns:
         ``threads`` (the pool's own), ``held`` (one was held), ``released_by`` (the probe's
         word), ``returned`` (close() returned within :data:`CLOSE_S`), ``running_at_return``
         (the pool's threads alive the moment close() returned, after a release by join or
-        with none held) and ``left_running`` (still alive :data:`JOIN_GRACE_S` later); None
-        when the pool uses what the stubs do not model, or does not work on them once.
+        with none held), ``left_running`` (still alive :data:`JOIN_GRACE_S` later), and for
+        the worker ``worker_held``, ``worker_released_by`` and ``worker_running_at_return``
+        (close() returned before it exited); None when the pool uses what the stubs do not
+        model, or does not work on them once.
     """
-    stubs = _Stubs(eager=True)
+    stubs = _Stubs(eager=False, cut=False)
     try:
         return _close_held(pool_class, stubs)
     finally:
@@ -757,24 +781,32 @@ def _close_held(pool_class: Callable[..., Any], stubs: _Stubs) -> dict[str, Any]
             return None
         pool = made.value
         before.update(id(t) for t in grader)
-        own = [t for t in threading.enumerate() if id(t) not in before]
+        own = [t for t in threading.enumerate()
+               if id(t) not in before and t not in _STUB_THREADS]
         probe = JoinProbe(CLOSE_QUIET_S, CLOSE_S / 2)
-        stubs.probe = probe
+        exit_probe = JoinProbe(CLOSE_QUIET_S, CLOSE_S / 2)
+        stubs.probe, stubs.exit_probe = probe, exit_probe
 
         def close() -> None:
             probe.arm(threading.current_thread())
+            exit_probe.arm(threading.current_thread())
             try:
                 pool.close()
             finally:
                 seen["returned_while_held"] = probe.finish()
+                seen["worker_held_at_return"] = exit_probe.finish()
                 if probe.released_by in ("", "join", "finish"):
                     seen["running_at_return"] = sum(threading.Thread.is_alive(t) for t in own)
 
-        watcher = threading.Thread(target=probe.watch, name="grader-join-probe", daemon=True)
-        watcher.start()
+        watchers = [threading.Thread(target=p.watch, name="grader-join-probe", daemon=True)
+                    for p in (probe, exit_probe)]
+        for watcher in watchers:
+            watcher.start()
         outcome = within(close, CLOSE_S, name="grader-close")
         probe.finish()
-        watcher.join(1.0)
+        exit_probe.finish()
+        for watcher in watchers:
+            watcher.join(1.0)
         for thread in own:
             thread.join(JOIN_GRACE_S / max(len(own), 1))
     return {"threads": len(own), "held": probe.held is not None,
@@ -782,4 +814,7 @@ def _close_held(pool_class: Callable[..., Any], stubs: _Stubs) -> dict[str, Any]
             "raised": outcome.error is not None,
             "returned_while_held": bool(seen.get("returned_while_held", False)),
             "running_at_return": int(seen["running_at_return"]),
-            "left_running": sum(threading.Thread.is_alive(t) for t in own)}
+            "left_running": sum(threading.Thread.is_alive(t) for t in own),
+            "worker_held": exit_probe.held is not None,
+            "worker_released_by": exit_probe.released_by,
+            "worker_running_at_return": bool(seen.get("worker_held_at_return", False))}

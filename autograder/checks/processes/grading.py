@@ -131,6 +131,12 @@ def _require_joined(exercise: str, closing: dict[str, Any]) -> None:
             "close() joined it, and close() returned without waiting); expected close() to "
             "join every thread the pool started, the one that collects answers too: a sleep "
             "is not a join, and a thread left running outlives the pool it serves")
+    if closing["worker_running_at_return"]:
+        raise AssertionError(
+            f"{exercise}: close() returned while a worker process was still running (the "
+            "grader held the stub worker that took its end marker until close() joined it, "
+            "and close() returned without waiting); expected close() to join every worker "
+            "(Process.join): a sleep is not a join, and a worker not joined is left behind")
     if closing["left_running"]:
         raise AssertionError(
             f"{exercise}: {closing['left_running']} thread(s) the pool started were still "
