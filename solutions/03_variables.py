@@ -686,7 +686,8 @@ variables.check_publisher(WeightPublisher)
 #   `min_updates_per_s` updates per second (`None` when none qualifies).
 #
 # The grader gives you publishers whose costs and races it knows, and checks both what you
-# report and what you choose.
+# report and what you choose. It also calls your function once with a `min_updates_per_s`
+# that every measured rate ties with exactly: "at least" lets each of them through.
 
 # %% nbgrader={"grade": false, "grade_id": "ex_variables_choose", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def choose_publisher(candidates, make_model, *, readers=2, updates=6, interval_s=0.01,

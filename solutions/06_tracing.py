@@ -733,8 +733,8 @@ claim("overlap in time missed at least one round that lost the best score",
 #
 # Write `publish_locked(best, lock, name, score, access, save)`, the fixed `publish`:
 #
-# - read the record, compare, and write it (when `score` beats the score read) while holding
-#   `lock`, a `threading.Lock` shared by all trainers, so no update is lost;
+# - read the record, compare, and write it (when `score` beats the score read; a tie does not)
+#   while holding `lock`, a `threading.Lock` shared by all trainers, so no update is lost;
 # - make both accesses through `access(op, resource, fn, lock=...)` with resource `"best"`
 #   and `lock="best_lock"`, so the log says which lock guarded them;
 # - when this trainer's score beat the record, call `save(name)` to write its checkpoint,

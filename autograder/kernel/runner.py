@@ -193,6 +193,7 @@ def main() -> None:  # noqa: PLR0915 - one straight sequence, kept together on p
     protected = seal.protected_modules()
     seal.seal_library_names(protected)
     harness_attempts = tamper.attempts_since
+    seal.fill_library_caches()
     integrity = seal.integrity_check(protected)
     builtins_written = audit.watch_builtins()
     sys.addaudithook(audit_hook)

@@ -55,6 +55,18 @@ _GRADER_CACHES = frozenset({
 })
 
 
+def fill_library_caches() -> None:
+    """Fill the class attributes libraries leave as None until first used (matplotlib's unit
+    paths, made the first time a figure draws a rectangle or a circle), before
+    :func:`integrity_check` remembers them: a check that draws its first figure must not read
+    as a replaced name."""
+    from matplotlib.path import Path
+
+    Path.unit_rectangle()
+    Path.unit_circle()
+    Path.unit_circle_righthalf()
+
+
 def integrity_check(modules: dict[str, Iterable[str] | None]) -> Callable[[], list[str]]:
     """Remember the grader's names now; return a function naming each one replaced since.
 

@@ -530,8 +530,20 @@ def publish_decide_then_save(best, lock, name, score, access, save):
         save(name)
 
 
+def publish_tie_wins(best, lock, name, score, access, save):
+    """Locked right, but a score equal to the record counts as beating it (``>=``): the second
+    of two trainers with the same score writes and saves again (the boundary mutant)."""
+    with lock:
+        seen = access("read", "best", lambda: best["score"], lock="best_lock")
+        better = score >= seen
+        if better:
+            access("write", "best", lambda: best.update(score=score, by=name), lock="best_lock")
+    if better:
+        save(name)
+
+
 WRONG_PUBLISH = [publish_unlocked, publish_split_locks, publish_save_under_lock,
-                 publish_lock_not_logged, publish_new_lock]
+                 publish_lock_not_logged, publish_new_lock, publish_tie_wins]
 CORRECT_PUBLISH = [publish_acquire_finally, publish_decide_then_save]
 
 

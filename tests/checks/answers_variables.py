@@ -671,8 +671,20 @@ def choose_with_locked_totals(candidates: Any, make_model: Any, *, readers: int,
     return best, table
 
 
+def choose_more_than_the_threshold(candidates: Any, make_model: Any, *, readers: int,
+                                   updates: int, interval_s: float, min_updates_per_s: float
+                                   ) -> Any:
+    """Measures right, but asks for more than ``min_updates_per_s`` where the exercise says
+    "at least": a candidate exactly at the threshold is turned away (the boundary mutant)."""
+    table = {n: _measure(c, make_model, readers, updates, interval_s)
+             for n, c in candidates.items()}
+    ok = [n for n in table if table[n]["torn"] == 0
+          and table[n]["updates_per_s"] > min_updates_per_s]
+    return max(ok, key=lambda n: table[n]["reads_per_s"], default=None), table
+
+
 WRONG_CHOICES = [choose_ignoring_torn, choose_ignoring_update_rate, choose_fixed_reads,
-                 choose_sequential]
+                 choose_sequential, choose_more_than_the_threshold]
 CORRECT_CHOICES = [choose_with_pool_and_flag, choose_with_locked_totals]
 
 

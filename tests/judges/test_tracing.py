@@ -142,6 +142,9 @@ def test_a_lost_best_score_or_a_save_under_the_lock_in_one_schedule_is_refused(o
     log = copy.deepcopy(seen["schedules"][17]["log"])
     log[0][5] = None
     _refused("check_publish_locked", _with_schedule(seen, 17, log=log), "logged with locks")
+    twice = [["trainer-0", False], ["trainer-2", False], ["trainer-1", False]]
+    _refused("check_publish_locked", _with_schedule(seen, 17, saves=twice),
+             "the same score both saved")
     runs = seen["schedules_run"]
     _refused("check_publish_locked", {**seen, "schedules_run": runs - 1,
                                       "schedules": seen["schedules"][:-1]},

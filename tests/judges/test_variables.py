@@ -107,6 +107,16 @@ def test_a_torn_candidate_chosen_or_a_misreported_measurement_is_refused(observe
         judge.check_choice({k: v for k, v in seen.items() if k != "chosen"})
 
 
+def test_a_choice_that_turned_away_every_rate_at_the_threshold_is_refused(observed):
+    seen = observed["choice"]
+    boundary = seen["boundary"]
+    assert boundary["chosen"] is not None
+    with pytest.raises(Rejected, match="with every rate at the threshold"):
+        judge.check_choice({**seen, "boundary": {**boundary, "chosen": None}})
+    with pytest.raises(Malformed, match="'boundary' is missing"):
+        judge.check_choice({k: v for k, v in seen.items() if k != "boundary"})
+
+
 def test_the_judges_constants_are_the_checks_settings():
     names = [
         "LAYERS", "FIRST_VERSION", "COUNTER_TRIALS", "COUNTER_STRESS_THREADS",

@@ -443,3 +443,36 @@ def test_code_under_test_cannot_touch_the_checks_own_records_by_any_path_route()
         assert len(attempts) == 1, (name, attempts)
         assert ("the grader's own records" in attempts[0]
                 or "not a path string" in attempts[0]), (name, attempts)
+
+
+_FIRST_FIGURE = textwrap.dedent("""
+    import json, sys
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from autograder.kernel import seal
+    if sys.argv[1] == "filled":
+        seal.fill_library_caches()
+    problems = seal.integrity_check({"matplotlib.path": ("Path",)})
+    figure, axes = plt.subplots()
+    axes.bar([0, 1], [2, 3])
+    axes.add_patch(matplotlib.patches.Circle((0.5, 0.5), 0.2))
+    figure.savefig(sys.argv[2])
+    print(json.dumps(problems()))
+""")
+
+
+@pytest.mark.parametrize(("caches", "named"), [
+    ("filled", []), ("cold", ["matplotlib.path.Path._unit_rectangle was replaced"])])
+def test_a_checks_first_figure_is_no_replaced_name_once_library_caches_are_filled(
+        tmp_path, caches, named):
+    """A failing check draws its figure in the kernel; matplotlib then fills ``Path``'s unit
+    paths, None until first used. The runner fills them before it remembers the names (an
+    honest answer whose check failed was once reported as tampered)."""
+    out = subprocess.run([sys.executable, "-c", _FIRST_FIGURE, caches,
+                          str(tmp_path / "figure.png")],
+                         capture_output=True, text=True, check=True, timeout=120)
+    problems = json.loads(out.stdout.strip().splitlines()[-1])
+    assert [p for p in problems if "_unit_rectangle" in p] == named
+    if caches == "filled":
+        assert problems == []

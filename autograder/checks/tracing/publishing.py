@@ -98,6 +98,11 @@ def run_publish_locked(publish_locked: Callable[..., Any], *, seed: int = SEED,
         assert any(who == top for who, _ in saves), (
             f"expected {top}, whose score beat the record, to save its checkpoint; saves: "
             f"{[who for who, _ in saves]}")
+        tied = tied_savers([who for who, _ in saves])
+        assert not tied, (
+            f"expected one save at most among trainers with the same score, but {tied} all "
+            f"saved ({PUBLISH_SCORES[tied[0]]}): the second found the first's score in the "
+            "record, and a score equal to the record does not beat it")
         if observed is not None:
             observed.append({
                 "best": [_scalar(best.get("by")), _scalar(best.get("score"))],
@@ -108,6 +113,14 @@ def run_publish_locked(publish_locked: Callable[..., Any], *, seed: int = SEED,
     workers = [make_worker(name) for name in PUBLISH_SCORES]
     return explore(setup, workers, check, seed=seed, max_schedules=schedules, timeout_s=60.0,
                    samples=SAMPLES)
+
+
+def tied_savers(savers: list[Any]) -> list[str]:
+    """The trainers in ``savers`` that share their score with another saver (a tie that was
+    published twice), sorted; empty when none."""
+    names = sorted({who for who in savers if isinstance(who, str) and who in PUBLISH_SCORES})
+    return [who for who in names
+            if sum(PUBLISH_SCORES[other] == PUBLISH_SCORES[who] for other in names) > 1]
 
 
 def _scalar(value: Any) -> Any:

@@ -195,6 +195,45 @@ def practice_candidates() -> dict[str, type]:
     return {"whole": classes["whole"], "tearing": classes["tearing"]}
 
 
+class AtEveryRate(float):
+    """A ``min_updates_per_s`` that every measured rate equals exactly: compared with a rate it
+    answers as a tie does (``rate >= it`` and ``rate <= it`` are true, ``rate > it`` and
+    ``rate < it`` false, whichever side it is on), and as a plain number it is 0.0, below every
+    rate. "At least" then lets every candidate through on its rate, and "more than" none.
+
+    A measured rate never lands exactly on a threshold by chance, so this is the one way to
+    grade the boundary of the rule the exercise states.
+    """
+
+    def __new__(cls) -> AtEveryRate:
+        return super().__new__(cls, 0.0)
+
+    def __ge__(self, other: object) -> bool:
+        return True
+
+    def __le__(self, other: object) -> bool:
+        return True
+
+    def __gt__(self, other: object) -> bool:
+        return False
+
+    def __lt__(self, other: object) -> bool:
+        return False
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    def __ne__(self, other: object) -> bool:
+        return False
+
+    __hash__ = float.__hash__
+
+    def __repr__(self) -> str:
+        return "<a rate equal to every measured one>"
+
+    __str__ = __repr__
+
+
 @dataclass
 class ChoiceRun:
     """What one graded ``choose_publisher`` call returned, and what really happened."""

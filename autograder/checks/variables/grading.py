@@ -13,7 +13,12 @@ from typing import Any
 
 from autograder.checks.kit import call_text, report, require, smoke
 from autograder.checks.plain import plain_array
-from autograder.checks.variables.choice import _choice_observation, _choice_problems, run_choice
+from autograder.checks.variables.choice import (
+    AtEveryRate,
+    _choice_observation,
+    _choice_problems,
+    run_choice,
+)
 from autograder.checks.variables.counter import (
     _step_number,
     _steps_variable,
@@ -127,9 +132,22 @@ def check_publisher(publisher_class: Callable[[Any], Any], **kwargs: Any) -> Non
 
 
 def check_choice(choose: Callable[..., Any], *, seed: int = SEED) -> None:
-    """Grade ``choose_publisher`` on the grader's candidates (see :func:`run_choice`)."""
+    """Grade ``choose_publisher`` on the grader's candidates (see :func:`run_choice`), then
+    once more with a ``min_updates_per_s`` that every measured rate ties with
+    (:class:`AtEveryRate`): "at least" lets every candidate through on its rate.
+
+    Reports (for the judge) what both calls did (``boundary``: the second).
+    """
     run = run_choice(choose, seed=seed)
     problems = _choice_problems(run, CHOICE_READERS, CHOICE_UPDATES)
     if problems:
         raise AssertionError("choose_publisher: " + "; ".join(problems[:3]))
-    report(_choice_observation(run))
+    tie = AtEveryRate()
+    boundary = run_choice(choose, seed=seed, min_updates_per_s=tie)
+    problems = _choice_problems(boundary, CHOICE_READERS, CHOICE_UPDATES, tie)
+    if problems:
+        raise AssertionError(
+            "choose_publisher: called once more with min_updates_per_s equal to every "
+            "candidate's measured rate (an exact tie, which 'at least' lets through): "
+            + "; ".join(problems[:3]))
+    report({**_choice_observation(run), "boundary": _choice_observation(boundary)})
