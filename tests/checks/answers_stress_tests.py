@@ -146,6 +146,30 @@ def _reader_left_running(make_ledger: Any, after_writers: Callable[[], None]) ->
     assert ledger.totals() == (400, ROWS * 400), ledger.totals()
 
 
+def reader_spins_writers_never_start(make_ledger: Any) -> None:
+    """Wrong, and it hangs: the reader skips the barrier the writers wait at, so the writers
+    never start and the reader reads for ever (the mutation benchmark's ``drop_wait``)."""
+    ledger = make_ledger()
+    start = threading.Barrier(5)
+    writing = threading.Event()
+    writing.set()
+
+    def write() -> None:
+        start.wait()
+        ledger.record(batch(ROWS))
+
+    def read() -> None:
+        while writing.is_set():
+            ledger.totals()
+
+    writers = [threading.Thread(target=write, daemon=True) for _ in range(4)]
+    for thread in [*writers, threading.Thread(target=read, daemon=True)]:
+        thread.start()
+    for thread in writers:
+        thread.join()
+    writing.clear()
+
+
 def reader_not_joined(make_ledger: Any) -> None:
     """Wrong: the reader is never joined, so a torn snapshot it sees after the checks is
     missed (the mutation benchmark's ``drop_join`` of the reference)."""

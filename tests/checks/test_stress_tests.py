@@ -35,6 +35,7 @@ from autograder.harness import explore
 from tests.checks import answers_stress_tests as answers
 from tests.checks.grading_runs import (
     Exercise,
+    passes_every_run,
     solution_namespace,
     validity_tests,
 )
@@ -111,3 +112,20 @@ def test_a_hanging_test_is_a_bounded_verdict_not_a_hang() -> None:
     rows = stress_tests.grade_against(answers.barrier_miscounted, budget_s=0.5)
     assert [row["verdict"] for row in rows] == ["hung"]
     assert rows[0]["seconds"] < 2.0
+
+
+def test_a_hung_tests_spinning_reader_ends_and_leaves_the_next_check_alone() -> None:
+    """A hung test's reader would call its ledger for ever beside the next exercise's check:
+    the explorer of exercise 3 then hung on the lock-order ledger, and the harness it left
+    running read as tampering. The hung test's ledger is revoked, and its reader ends."""
+    hook = threading.excepthook
+    before = set(threading.enumerate())
+    rows = stress_tests.grade_against(answers.reader_spins_writers_never_start, budget_s=1.0)
+    assert [row["verdict"] for row in rows] == ["hung"]
+    time.sleep(0.2)
+    spinning = [t for t in threading.enumerate() if t not in before
+                and t.name.endswith("(read)")]
+    assert not spinning, spinning
+    passes_every_run(stress_tests.check_explore_ledger, "explore_ledger",
+                     _SOLVED["explore_ledger"], 1)
+    assert threading.excepthook is hook

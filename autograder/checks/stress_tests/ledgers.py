@@ -303,16 +303,36 @@ def _costed_totals(self: Any) -> tuple[int, int]:
     return snapshot
 
 
-def _anonymous(cls: type, *, costed: bool = False) -> Callable[[], Any]:
+def _revoked() -> None:
+    """Raised by a hidden ledger in a thread of a stress test that was abandoned (it hung): a
+    plain ``SystemExit``, which ``threading`` does not report (a subclass it would), so the
+    thread ends quietly instead of calling the ledger for ever beside the checks that follow."""
+    raise SystemExit
+
+
+def _anonymous(cls: type, *, costed: bool = False,
+               revoked: threading.Event | None = None) -> Callable[[], Any]:
     """A factory whose objects' class is called ``Ledger`` whatever the implementation.
 
     Args:
         cls: The hidden implementation.
         costed: Give ``totals()`` a TF call's cost first (:func:`_costed_totals`).
+        revoked: Once set, ``record()`` and ``totals()`` end their thread (:func:`_revoked`).
     """
-    members: dict[str, Any] = {"__doc__": "A ledger (record, totals)."}
-    if costed:
-        members["totals"] = _costed_totals
+    read = _costed_totals if costed else cls.totals
+
+    def record(self: Any, data: Any) -> None:
+        if revoked is not None and revoked.is_set():
+            _revoked()
+        cls.record(self, data)
+
+    def totals(self: Any) -> tuple[int, int]:
+        if revoked is not None and revoked.is_set():
+            _revoked()
+        return read(self)
+
+    members: dict[str, Any] = {"__doc__": "A ledger (record, totals).", "record": record,
+                               "totals": totals}
     hidden = type("Ledger", (cls,), members)
     hidden.__qualname__ = "Ledger"
 
@@ -322,7 +342,7 @@ def _anonymous(cls: type, *, costed: bool = False) -> Callable[[], Any]:
     return make_ledger
 
 
-def held_reader(probe: Any) -> Callable[[], Any]:
+def held_reader(probe: Any, revoked: threading.Event | None = None) -> Callable[[], Any]:
     """A factory of correct ledgers (:class:`LockedLedger`'s, costed and anonymous) whose first
     reader thread is held by ``probe`` (a :class:`~autograder.checks.kit.JoinProbe`): a thread
     that calls ``totals()`` without having recorded stops there until the test waits for it.
@@ -330,11 +350,15 @@ def held_reader(probe: Any) -> Callable[[], Any]:
     writers: set[int] = set()
 
     def record(self: Any, data: Any) -> None:
+        if revoked is not None and revoked.is_set():
+            _revoked()
         writers.add(threading.get_ident())
         probe.progress()
         LockedLedger.record(self, data)
 
     def totals(self: Any) -> tuple[int, int]:
+        if revoked is not None and revoked.is_set():
+            _revoked()
         if threading.get_ident() not in writers:
             probe.hold()
         return _costed_totals(self)

@@ -51,7 +51,9 @@ def run_bounded(function: Callable[[], Any], budget_s: float) -> tuple[str, str,
 def grade_against(test: Callable[[Callable[[], Any]], Any], *, racy: Sequence[type] = RACY,
                   correct: Sequence[type] = CORRECT, budget_s: float = BUDGET_S,
                   seed: int = SEED) -> list[dict[str, Any]]:
-    """Run ``test(make_ledger)`` once per hidden implementation, in a seeded order.
+    """Run ``test(make_ledger)`` once per hidden implementation, in a seeded order. The
+    ledgers of a test that hung are revoked (``ledgers._revoked``): its threads end at their next
+    call rather than spin beside the checks that follow.
 
     Returns one row per implementation: ``racy`` (bool), ``verdict``, ``detail``, ``seconds``
     and ``right`` (the test raised for a racy one, or returned for a correct one). Warms the
@@ -62,8 +64,11 @@ def grade_against(test: Callable[[Callable[[], Any]], Any], *, racy: Sequence[ty
     random.Random(seed).shuffle(plan)
     rows = []
     for number, (cls, is_racy) in enumerate(plan, 1):
-        make_ledger = _anonymous(cls, costed=True)
+        revoked = threading.Event()
+        make_ledger = _anonymous(cls, costed=True, revoked=revoked)
         verdict, detail, seconds = run_bounded(lambda m=make_ledger: test(m), budget_s)
+        if verdict == "hung":
+            revoked.set()  # its threads end at their next call instead of spinning on
         right = verdict == "raised" if is_racy else verdict == "returned"
         rows.append({"number": number, "racy": is_racy, "verdict": verdict, "detail": detail,
                      "seconds": seconds, "right": right, "name": cls.__name__})
@@ -84,7 +89,8 @@ def joined_run(test: Callable[[Callable[[], Any]], Any], *, budget_s: float = BU
     ``returned_while_held``.
     """
     probe = JoinProbe(JOIN_QUIET_S, budget_s)
-    make_ledger = held_reader(probe)
+    revoked = threading.Event()
+    make_ledger = held_reader(probe, revoked)
     seen: dict[str, Any] = {"returned_while_held": False}
 
     def run() -> None:
@@ -97,6 +103,8 @@ def joined_run(test: Callable[[Callable[[], Any]], Any], *, budget_s: float = BU
     watcher = threading.Thread(target=probe.watch, name="grader-join-probe", daemon=True)
     watcher.start()
     verdict, detail, seconds = run_bounded(run, budget_s)
+    if verdict == "hung":
+        revoked.set()
     probe.finish()
     watcher.join(1.0)
     return {"verdict": verdict, "detail": detail, "seconds": seconds,
