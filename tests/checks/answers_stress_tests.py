@@ -295,6 +295,41 @@ def condition_start_queue_of_snapshots(make_ledger: Any) -> None:
     assert ledger.totals() == (300, 1500), f"expected (300, 1500), saw {ledger.totals()}"
 
 
+def reader_waited_for_by_polling(make_ledger: Any) -> None:
+    """Correct, another way to wait: the main thread polls ``is_alive()`` and sleeps until
+    the reader is done, instead of joining it."""
+    ledger = make_ledger()
+    data = batch(ROWS)
+    start = threading.Barrier(4)
+    writing = threading.Event()
+    writing.set()
+    torn: list[tuple[int, int]] = []
+
+    def write() -> None:
+        start.wait()
+        for _ in range(120):
+            ledger.record(data)
+
+    def read() -> None:
+        start.wait()
+        while writing.is_set():
+            requests, rows = ledger.totals()
+            if rows != ROWS * requests:
+                torn.append((requests, rows))
+
+    writers = [threading.Thread(target=write) for _ in range(3)]
+    reader = threading.Thread(target=read)
+    for thread in [*writers, reader]:
+        thread.start()
+    for thread in writers:
+        thread.join()
+    writing.clear()
+    while reader.is_alive():
+        time.sleep(0.01)
+    assert not torn, f"torn snapshots: {torn[:3]}"
+    assert ledger.totals() == (360, ROWS * 360), ledger.totals()
+
+
 def demo_reader_keeps_every_torn_snapshot() -> Any:
     """Correct (the demo class's ``correct`` student): readers loop until the writers are done
     and keep every torn snapshot, so their work grows with the machine's speed unless a read
@@ -308,6 +343,7 @@ def demo_reader_keeps_every_torn_snapshot() -> Any:
 
 
 CORRECT_STRESS = [pool_with_checker, event_start_mixed_rows, condition_start_queue_of_snapshots,
+                  reader_waited_for_by_polling,
                   demo_reader_keeps_every_torn_snapshot()]
 
 # --------------------------------------------------------------------------- measure

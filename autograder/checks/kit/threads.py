@@ -118,10 +118,13 @@ class JoinProbe:
     its place) passes or fails by chance when that thread's last steps are quick. The grader
     calls :meth:`hold` from code it owns that the answer's threads run (a hidden ledger's
     method, a stand-in queue's ``get``): once :meth:`arm`-ed, the first thread other than the
-    waiter to get there stops until :meth:`watch` sees the waiter join it, or sees the waiter
-    blocked in ``threading`` for :attr:`quiet_s` seconds with no :meth:`progress` (it waits for
-    the held thread some other way, an ``Event`` say). An answer that returns while its
-    thread is held (:meth:`finish`) did not wait for it: the thread certainly still ran.
+    waiter to get there stops until :meth:`watch` sees the waiter join it, or sees no
+    :meth:`progress` for :attr:`quiet_s` seconds (the waiter waits for the held thread some
+    other way: an ``Event``, a ``Future``, a loop that polls ``is_alive()`` and sleeps). An
+    answer that returns while its thread is held (:meth:`finish`) did not wait for it: the
+    thread certainly still ran. (An answer that does not wait, but sleeps longer than
+    ``quiet_s`` before it returns, lets the thread go on: such a sleep is a join in all but
+    name, on any machine that is not stalled for that long.)
 
     Attributes:
         through: What else the waiter may wait on to wait for the held thread (the condition
@@ -132,8 +135,8 @@ class JoinProbe:
     """
 
     def __init__(self, quiet_s: float, limit_s: float) -> None:
-        """Args: quiet_s: how long the waiter may wait in ``threading`` with no progress before
-        the held thread goes on; limit_s: how long any thread is held at most."""
+        """Args: quiet_s: how long the answer may make no progress before the held thread
+        goes on; limit_s: how long any thread is held at most."""
         self.quiet_s = quiet_s
         self.limit_s = limit_s
         self.through: list[object] = []
@@ -173,8 +176,7 @@ class JoinProbe:
             if held is not None and waiter is not None:
                 if joining(waiter, held, self.through):
                     self._release("join")
-                elif (time.perf_counter() - self._last > self.quiet_s
-                      and waiting_for_another(waiter)):
+                elif time.perf_counter() - self._last > self.quiet_s:
                     self._release("quiet")
             time.sleep(0.001)
 

@@ -37,7 +37,7 @@ BOOKKEEPING_CLIENTS, BOOKKEEPING_SEED = 2, 8
 BOOKKEEPING_SCHEDULES, BOOKKEEPING_SAMPLES, BOOKKEEPING_TIMEOUT_S = 3000, 20, 60.0
 #: How long the stubbed pool may take to be made, asked twice and closed on one thread.
 BOOKKEEPING_PROBE_S = 5.0
-#: close() of the stubbed pool (``bookkeeping.closing_run``): how long it may wait for its held
-#: thread some other way than ``join()`` before that thread goes on, and how long a thread it
-#: started may still run after it returned.
+#: close() of the stubbed pool (``bookkeeping.closing_run``): how long after it began a held
+#: thread goes on anyway (for a close() that waits some other way than ``join()``), and how
+#: long a thread it started may still run after it returned.
 CLOSE_QUIET_S, JOIN_GRACE_S = 1.0, 2.0

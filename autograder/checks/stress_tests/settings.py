@@ -11,6 +11,6 @@ FEATURES = 2
 SLEEP_S = 0.004
 THREADS = 4
 CALLS = 6
-#: Seconds the held reader waits (its test blocked in ``threading``, no ``record()``) before it
-#: goes on anyway, for a test that waits for it some other way than ``join()``.
+#: Seconds the held reader waits with no ``record()`` before it goes on anyway, for a test that
+#: waits for it some other way than ``join()`` (an Event, a Future, polling ``is_alive()``).
 JOIN_QUIET_S = 2.0
