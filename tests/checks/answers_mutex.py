@@ -632,8 +632,29 @@ class TupleReferenceSlot:
         self._current = (model, version)
 
 
+class PublishOutsideTheLockSlot:
+    """Readers take the lock, but ``swap`` warms under it and publishes after it: the model
+    and the version are two stores, and a request between them reads them mixed (the
+    mutation benchmark's ``shift_region`` of the reference)."""
+
+    def __init__(self, model: Any, version: int) -> None:
+        self._model, self._version = model, version
+        self._lock = threading.Lock()
+
+    def predict(self, batch: Any) -> tuple[int, Any]:
+        with self._lock:
+            model, version = self._model, self._version
+        return version, model.predict_on_batch(batch)
+
+    def swap(self, model: Any, version: int, example_batch: Any) -> None:
+        with self._lock:
+            model.predict_on_batch(example_batch)
+        self._model, self._version = model, version
+
+
 WRONG_SLOTS = [
     NoLockSlot,
+    PublishOutsideTheLockSlot,
     ManualReleaseSlot,
     NestedPlainLockSlot,
     PublishThenWarmSlot,

@@ -50,9 +50,9 @@ def run_model_slot(slot_class: Callable[[Any, int], Any], *, seed: int = SEED,
                    schedules: int = SCHEDULES, observed: list | None = None) -> Result:
     """Serve from two threads, one sending a bad batch, while a third swaps, under ``explore``.
 
-    The slot starts with model version 1. Thread 0 sends a batch with the wrong number of
-    features (``predict`` must raise) and then a good one; thread 1 sends a good batch;
-    thread 2 calls ``swap(new_model, 2, example_batch)`` and then sends a good batch. The
+    The slot starts with model version 1. Thread 0 calls ``swap(new_model, 2,
+    example_batch)`` and then sends a good batch; thread 1 sends a batch with the wrong number
+    of features (``predict`` must raise) and then a good one; thread 2 sends a good batch. The
     check: no deadlock (a lock left held by the failed call, or taken twice by one thread,
     shows as one), the bad batch raised, every answer ``(version, output)`` names the version
     that computed ``output``, the new model's first call was the example batch and came before
@@ -132,7 +132,9 @@ def run_model_slot(slot_class: Callable[[Any, int], Any], *, seed: int = SEED,
                     run.calls_when_swap_returned, "the batches swap() passed to the new model")],
                 "after_swap": observed_number(version)})
 
-    workers = [bad_then_good_request, one_request, swap_then_request]
+    # The swapper first: one preemption between swap()'s stores of the model and the version
+    # then lets a request read them mixed.
+    workers = [swap_then_request, bad_then_good_request, one_request]
     return _explore(setup, workers, check, seed, schedules)
 
 
