@@ -426,7 +426,11 @@ capstone.check_cold_start(InferenceService)
 # The grader serves lesson 03's version-reporting model to six clients while a trainer calls
 # `update_weights` with versions 2, 3, ... 7. No answer may mix versions, a client never
 # sees the version go backwards, a request sent after `update_weights` returned gets that
-# version or a newer one, and the last requests get the last version.
+# version or a newer one, and the last requests get the last version. Then it makes a new
+# service on a model that has never been called, and a trainer calls `update_weights` before
+# any request is sent: the requests that follow must get the new weights. Expect an update at
+# any time, even before the first request: a model that has never been called has no weights
+# to set, so warm it in `__init__`.
 
 # %% nbgrader={"grade": true, "grade_id": "test_capstone_weight_updates", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 m = variables.versioned_model()
@@ -452,6 +456,16 @@ capstone.check_weight_updates(InferenceService)
 # returns (it is checked at that moment: a `close()` that sleeps instead of joining fails). A
 # client or `close()` that hangs fails within seconds, naming the stuck threads and where they
 # wait.
+#
+# Last, the grader runs your service under the controlled scheduler of lesson 00, on a
+# stand-in model written in NumPy: two clients and your batcher, then one client's `predict`
+# racing `close()`, every interleaving with one preemption. There a request is lost every
+# time, not once in a million runs, when it is appended between the batcher's read of the
+# queue and its write-back, or accepted between a check of "closed" and an append in two
+# separate lock regions: its caller waits forever, and the scheduler reports a deadlock. Do
+# each check-then-act under one lock: take the batch and shorten the queue in one `with`
+# block, and test "closed" and append in one. To see a failing schedule, run
+# `capstone.explore_service(InferenceService)` in a cell.
 
 # %% nbgrader={"grade": true, "grade_id": "test_capstone_accounting", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
 before = set(threading.enumerate())

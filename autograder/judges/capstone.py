@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 
-from autograder.judges import Malformed, expect, field, fresh_versions, items
+from autograder.judges import Malformed, expect, explored, field, fresh_versions, items
 
 # The check's settings (``autograder.checks.capstone.settings``; a test ties them).
 #: Numbers in one answer (the served model's outputs), and how close an answer must be to
@@ -25,6 +25,8 @@ UPDATE_CLIENTS = 6
 UPDATES = 6
 FIRST_VERSION = 1
 LAYERS = 8
+#: Part 2's update before any request: the requests sent after it.
+UPDATE_FIRST_REQUESTS = 3
 #: Part 3: one client in sequence, then many at once (the third request of the first few
 #: malformed), then clients sending while close() comes.
 ACCOUNT_SEQUENTIAL = 5
@@ -34,6 +36,13 @@ ACCOUNT_BAD_CLIENTS = 4
 BAD_REQUEST = 2
 CLOSE_CLIENTS = 12
 CLOSE_REQUESTS = 4
+#: Part 3's explored bookkeeping, per scenario: the most schedules and the seeded samples
+#: after the bound; the scenarios; the requests of the ``clients`` scenario. What the stub
+#: model answers request ``i`` is :func:`_stub_answer` (``bookkeeping.stub_answer``).
+EXPLORE_SCHEDULES = 3000
+EXPLORE_SAMPLES = 20
+SCENARIOS = ["clients", "closing"]
+EXPLORED_REQUESTS = 3
 #: Part 4: timed rounds, requests per client in a round (and in the unmeasured first run),
 #: the least ratio to the global lock, the extra copies allowed, and the bytes of one copy
 #: of the served model's weights (8 x 16 + 16 + 16 x 4 + 4 float32 numbers).
@@ -53,14 +62,18 @@ def _floats(values: object, what: str, count: int) -> list[float]:
     return items({what: values}, what, float, at_least=count, at_most=count)
 
 
+def _near(got: list[float], want: list[float]) -> bool:
+    """``np.allclose(got, want)`` with the check's tolerance."""
+    return all(abs(g - w) <= ATOL + RTOL * abs(w) for g, w in zip(got, want, strict=True))
+
+
 def _close(output: object, expected: object, what: str) -> None:
     """An answer the model's own output for its row (``np.allclose``), or a rejection."""
     expect(output is not None, f"{what} got no answer")
     got = _floats(output, what, OUTPUTS)
     want = _floats(expected, f"{what}'s expected output", OUTPUTS)
-    expect(all(abs(g - w) <= ATOL + RTOL * abs(w) for g, w in zip(got, want, strict=True)),
-           f"{what} got {[round(g, 4) for g in got]}, not the model's output for its row "
-           f"{[round(w, 4) for w in want]}")
+    expect(_near(got, want), f"{what} got {[round(g, 4) for g in got]}, not the model's output "
+                             f"for its row {[round(w, 4) for w in want]}")
 
 
 def _smoke(seen: dict) -> None:
@@ -136,13 +149,30 @@ def _update_trial(trial: dict, number: int) -> None:
                        who=f"in trial {number} client {client}")
 
 
+def _update_first(seen: dict) -> None:
+    """After an update before any request, every request got the new weights' output for its
+    row, which is not what the model's first weights answer (the step tells them apart)."""
+    step = field(seen, "update_first", dict)
+    count = UPDATE_FIRST_REQUESTS
+    outputs, expected = _rows(step, "outputs", count), _rows(step, "expected", count)
+    first = _rows(step, "first", count)
+    for index, (output, want, old) in enumerate(zip(outputs, expected, first, strict=True)):
+        what = f"after an update before any request, request {index}"
+        _close(output, want, what)
+        expect(not _near(_floats(want, f"{what}'s expected output", OUTPUTS),
+                         _floats(old, f"{what}'s first output", OUTPUTS)),
+               f"{what}: the new weights answer what the first weights do")
+
+
 def check_weight_updates(seen: dict) -> None:
-    """The one-thread answer, and in every trial: every update returned, and every client's
+    """The one-thread answer; in every trial: every update returned, and every client's
     answers were of one version each, published, never older than an update that had returned
-    before the request, never going backwards, and the last one the last version."""
+    before the request, never going backwards, and the last one the last version; and after an
+    update before any request, the requests got the new weights."""
     _smoke(seen)
     for number, trial in enumerate(_trials(seen, UPDATE_TRIALS), 1):
         _update_trial(trial, number)
+    _update_first(seen)
 
 
 def _phase(seen: dict, name: str, clients: int, requests: int, *, bad: set = frozenset(),
@@ -172,11 +202,53 @@ def _phase(seen: dict, name: str, clients: int, requests: int, *, bad: set = fro
     return counts, len(answered), answered
 
 
+def _stub_answer(request: int) -> list[float]:
+    """What the explored runs' stub model answers request ``request``."""
+    first = float(request + 1)
+    return [first, first + 0.5, -first, 2.0 * first]
+
+
+def _explored_bookkeeping(seen: dict) -> None:
+    """When the service was explored on the stub model: both scenarios, each as long as the
+    graded search; in every ``clients`` schedule each request got its own answer, in every
+    ``closing`` schedule the request got its own answer or RuntimeError and close()
+    returned."""
+    scenarios = field(seen, "explored", (dict, type(None)))
+    if scenarios is None:
+        return
+    expect(sorted(scenarios) == SCENARIOS,
+           f"the bookkeeping was explored in the scenarios {sorted(scenarios)}, not {SCENARIOS}")
+    clients = explored(field(scenarios, "clients", dict), EXPLORE_SCHEDULES, EXPLORE_SAMPLES)
+    for number, schedule in enumerate(clients, 1):
+        answers = items(schedule, "answers", list, at_least=EXPLORED_REQUESTS,
+                        at_most=EXPLORED_REQUESTS)
+        for request, answer in enumerate(answers):
+            what = f"in explored schedule {number} with two clients, request {request}"
+            got = _floats(answer, what, OUTPUTS)
+            expect(_near(got, _stub_answer(request)),
+                   f"{what} got {got}, not its own answer {_stub_answer(request)}")
+    closing = explored(field(scenarios, "closing", dict), EXPLORE_SCHEDULES, EXPLORE_SAMPLES)
+    for number, schedule in enumerate(closing, 1):
+        what = f"in explored schedule {number} with close() racing predict(), the request"
+        outcome = field(schedule, "outcome", str)
+        answer = field(schedule, "answer", (list, type(None)))
+        if outcome == "RuntimeError":
+            expect(answer is None, f"{what} was refused and answered")
+        else:
+            expect(outcome == "answered", f"{what} ended {outcome!r}")
+            got = _floats(answer, what, OUTPUTS)
+            expect(_near(got, _stub_answer(0)),
+                   f"{what} got {got}, not its own answer {_stub_answer(0)}")
+        expect(field(schedule, "closed", bool), f"{what}: close() did not return")
+
+
 def check_accounting(seen: dict) -> None:
     """The one-thread answer; each phase's requests answered with their own rows (malformed
     ones raising ValueError) and ``stats()`` exact; after close(): every request answered or
     refused, none answered once close() had returned, some answered, the service's threads
-    ended, the counts those answered, and a later request refused."""
+    ended, the counts those answered, and a later request refused; and, when the bookkeeping
+    was explored, every schedule of both scenarios answered each request (see
+    :func:`_explored_bookkeeping`)."""
     _smoke(seen)
     stats, _, _ = _phase(seen, "sequential", 1, ACCOUNT_SEQUENTIAL)
     want = {"requests": ACCOUNT_SEQUENTIAL, "batches": ACCOUNT_SEQUENTIAL, "errors": 0}
@@ -207,6 +279,7 @@ def check_accounting(seen: dict) -> None:
            f"after close() stats() was {stats}, not {served} requests and 0 errors")
     after = field(close, "after_close", str)
     expect(after == "RuntimeError", f"predict() after close() ended {after!r}")
+    _explored_bookkeeping(seen)
 
 
 def _rate(requests: int, seconds: float) -> float:

@@ -1,11 +1,13 @@
 """Services a student might write for lesson 07 (capstone): wrong ones and correct ones.
 
 Each wrong service breaks one graded part the way people really do (a lock around every call,
-no warmup, weights written while the batcher computes, updates applied "later", a batcher
-that exits without serving what it holds, a close that leaves its thread running or
-deadlocks, one malformed request failing its whole batch, a model copy per thread). The
-correct ones are written differently from the lesson's solution (a queue with commands, a
-Condition with futures). ``ConditionBatchService`` is the lesson's solution.
+no warmup, weights written while the batcher computes, updates applied "later", weights set
+on a model never called, a batcher that exits without serving what it holds, a batch taken
+off the queue outside the lock, a closed-check and an append in two lock regions, a close
+that leaves its thread running or deadlocks, one malformed request failing its whole batch,
+a model copy per thread). The correct ones are written differently from the lesson's
+solution (a queue with commands, a Condition with futures, a queue polled with a timeout).
+``ConditionBatchService`` is the lesson's solution.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import functools
+import queue
 import threading
 import time
 
@@ -187,6 +190,52 @@ class FutureBatchService:
         self.thread.join(timeout=10)
 
 
+class PollingBatchService(ConditionBatchService):
+    """Correct: a queue.Queue its batcher polls every half second (``get(timeout=0.5)``) to
+    see whether close() was called, and a close() that joins with a timeout. Under the
+    explorer each poll that runs out would sleep half a second for real, schedule after
+    schedule, unless its timeouts are cut."""
+
+    def __init__(self, model, example):
+        self._queue = queue.Queue()
+        self._stop = threading.Event()
+        super().__init__(model, example)
+
+    def predict(self, x):
+        request = _Request(np.asarray(x, dtype="float32"))
+        with self._cond:
+            if self._closed:
+                raise RuntimeError("the service is closed")
+            self._queue.put(request)
+        request.done.wait()
+        if request.error is not None:
+            raise request.error
+        return request.result
+
+    def _take(self):
+        while True:
+            try:
+                batch = [self._queue.get(timeout=0.5)]
+            except queue.Empty:
+                # close() refuses new requests before it sets _stop: once _stop is seen, a
+                # request put before it is in the queue.
+                if self._stop.is_set() and self._queue.empty():
+                    return None
+                continue
+            while len(batch) < self.max_batch:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            return batch
+
+    def close(self):
+        with self._cond:
+            self._closed = True
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+
 # --------------------------------------------------------------------------- wrong: throughput
 
 
@@ -337,6 +386,15 @@ class IdleUpdateService(ConditionBatchService):
         return super()._take()
 
 
+class SetWeightsUnbuiltService(ConditionBatchService):
+    """No warm-up: the batcher's first batch builds the model (on one thread, so the cold
+    start passes), but an update sent before any request meets a model with no weights yet,
+    and ``set_weights`` raises (mutation drop_warmup)."""
+
+    def warm(self):
+        pass
+
+
 # --------------------------------------------------------------------------- wrong: accounting
 
 
@@ -428,6 +486,40 @@ class DeadlockCloseService(ConditionBatchService):
             self._closed = True
             self._cond.notify_all()
             self._thread.join()
+
+
+class UnlockedSliceService(ConditionBatchService):
+    """Takes the batch off the queue after leaving the lock: a request appended between the
+    slice and the store is dropped with the old list, and its caller waits forever (mutation
+    shrink_region). A window of a few bytecodes: real threads practically never hit it."""
+
+    def _take(self):
+        with self._cond:
+            while not self._pending and not self._closed:
+                self._cond.wait()
+            if not self._pending:
+                return None
+        batch, self._pending = self._pending[:self.max_batch], self._pending[self.max_batch:]
+        return batch
+
+
+class CheckThenAppendService(ConditionBatchService):
+    """predict() checks "closed" in one lock region and appends in another: close() can run
+    in between, the batcher ends with nothing queued, and the request appended after it is
+    never answered (mutation split_region)."""
+
+    def predict(self, x):
+        request = _Request(np.asarray(x, dtype="float32"))
+        with self._cond:
+            if self._closed:
+                raise RuntimeError("the service is closed")
+        with self._cond:
+            self._pending.append(request)
+            self._cond.notify()
+        request.done.wait()
+        if request.error is not None:
+            raise request.error
+        return request.result
 
 
 class WholeBatchFailsService(ConditionBatchService):
@@ -551,11 +643,13 @@ lying(RetryWhenReadColdService, ReusedBufferSwapService, UncountedStatsService,
       GraderNamedLeakService, DeadLookingLeakService, ComputeWhenReadService,
       SkipsTheSlowLayerService, SlowsTheOtherServicesService, ZerosWhenTimedService)
 WRONG_COLD = [LockFreeColdService, TwoBatchersNoWarmupService, RetryWhenReadColdService]
-WRONG_UPDATES = [UnlockedSwapService, IdleUpdateService, ReusedBufferSwapService]
+WRONG_UPDATES = [UnlockedSwapService, IdleUpdateService, ReusedBufferSwapService,
+                 SetWeightsUnbuiltService]
 WRONG_ACCOUNTING = [DropsPartialBatchService, WindowDropsPartialService, LeakyCloseService,
                     DeadlockCloseService, WholeBatchFailsService, UncountedStatsService,
                     GraderNamedLeakService, DeadLookingLeakService, CloseWithoutJoinService,
-                    CloseSleepsInsteadOfJoinService]
+                    CloseSleepsInsteadOfJoinService, UnlockedSliceService,
+                    CheckThenAppendService]
 WRONG_THROUGHPUT = [LockPerCallService, PerThreadCopyService, ComputeWhenReadService,
                     SkipsTheSlowLayerService, SlowsTheOtherServicesService, ZerosWhenTimedService]
-CORRECT = [ConditionBatchService, QueueCommandService, FutureBatchService]
+CORRECT = [ConditionBatchService, QueueCommandService, FutureBatchService, PollingBatchService]

@@ -1,4 +1,5 @@
-"""Lesson 07's judge: accepts what the correct services' runs observe, refuses a race's outcome."""
+"""Lesson 07's judge: accepts what the correct services' runs observe, refuses a race's outcome
+(also an explored schedule's, and an update before any request that was not served)."""
 
 import copy
 import warnings
@@ -7,6 +8,7 @@ import numpy as np
 import pytest
 
 from autograder.checks import capstone, variables, warmup
+from autograder.checks.capstone import bookkeeping
 from autograder.checks.capstone.accounting import _rows_with_bad
 from autograder.judges import Malformed, Rejected
 from autograder.judges import capstone as judge
@@ -73,6 +75,66 @@ def test_a_torn_or_stale_answer_while_weights_are_updated_is_refused(observed):
         judge.check_weight_updates(seen)
 
 
+def test_an_update_before_any_request_not_served_is_refused(observed):
+    seen = _solution(observed, "check_weight_updates")
+    step = seen["update_first"]
+    step["outputs"][1] = list(step["first"][1])
+    with pytest.raises(Rejected, match="after an update before any request, request 1 got"):
+        judge.check_weight_updates(seen)
+    seen = _solution(observed, "check_weight_updates")
+    seen["update_first"]["outputs"][2] = None
+    with pytest.raises(Rejected, match="request 2 got no answer"):
+        judge.check_weight_updates(seen)
+    seen = _solution(observed, "check_weight_updates")
+    step = seen["update_first"]
+    step["expected"], step["outputs"] = copy.deepcopy(step["first"]), copy.deepcopy(step["first"])
+    with pytest.raises(Rejected, match="the new weights answer what the first weights do"):
+        judge.check_weight_updates(seen)
+
+
+def test_an_explored_schedule_that_lost_or_swapped_a_request_is_refused(observed):
+    seen = _solution(observed, "check_accounting")
+    schedules = seen["explored"]["clients"]["schedules"]
+    schedules[7]["answers"][0], schedules[7]["answers"][2] = (schedules[7]["answers"][2],
+                                                              schedules[7]["answers"][0])
+    with pytest.raises(Rejected, match="schedule 8 with two clients, request 0 got"):
+        judge.check_accounting(seen)
+    seen = _solution(observed, "check_accounting")
+    seen["explored"]["closing"]["schedules"][3]["outcome"] = "pending"
+    with pytest.raises(Rejected, match="schedule 4 with close\\(\\) racing predict\\(\\), the "
+                                       "request ended 'pending'"):
+        judge.check_accounting(seen)
+    seen = _solution(observed, "check_accounting")
+    answered = next(s for s in seen["explored"]["closing"]["schedules"]
+                    if s["outcome"] == "answered")
+    answered["answer"] = [2.0, 2.5, -2.0, 4.0]  # request 1's answer
+    with pytest.raises(Rejected, match="not its own answer"):
+        judge.check_accounting(seen)
+    seen = _solution(observed, "check_accounting")
+    seen["explored"]["closing"]["schedules"][0]["closed"] = False
+    with pytest.raises(Rejected, match="close\\(\\) did not return"):
+        judge.check_accounting(seen)
+
+
+def test_an_explored_search_cut_short_or_a_scenario_left_out_is_refused(observed):
+    seen = _solution(observed, "check_accounting")
+    clients = seen["explored"]["clients"]
+    clients["schedules_run"] -= 1
+    del clients["schedules"][-1]
+    with pytest.raises(Rejected, match="schedules ran"):
+        judge.check_accounting(seen)
+    seen = _solution(observed, "check_accounting")
+    del seen["explored"]["closing"]
+    with pytest.raises(Rejected, match="scenarios"):
+        judge.check_accounting(seen)
+
+
+def test_a_service_not_explored_on_the_stub_model_is_judged_on_real_threads(observed):
+    seen = _solution(observed, "check_accounting")
+    seen["explored"] = None
+    judge.check_accounting(seen)
+
+
 def test_a_request_lost_at_close_or_a_count_lost_is_refused(observed):
     seen = _solution(observed, "check_accounting")
     seen["close"]["outcomes"][5] = "pending"
@@ -103,8 +165,9 @@ def test_a_lock_per_call_rate_or_a_copy_per_client_is_refused(observed):
 
 @pytest.mark.parametrize(("name", "key"), [
     ("check_cold_start", "trials"), ("check_cold_start", "trials_run"),
-    ("check_weight_updates", "trials"), ("check_accounting", "close"),
-    ("check_accounting", "concurrent"), ("check_throughput", "lock_runs"),
+    ("check_weight_updates", "trials"), ("check_weight_updates", "update_first"),
+    ("check_accounting", "close"), ("check_accounting", "concurrent"),
+    ("check_accounting", "explored"), ("check_throughput", "lock_runs"),
     ("check_throughput", "extra_bytes"), ("check_throughput", "smoke")])
 def test_a_report_without_a_decisive_observation_is_refused(observed, name, key):
     seen = _solution(observed, name)
@@ -117,8 +180,16 @@ def test_the_judges_constants_are_the_checks_settings():
     for name in ("CLIENTS", "COLD_TRIALS", "COLD_REQUESTS", "UPDATE_TRIALS", "UPDATE_CLIENTS",
                  "UPDATES", "FIRST_VERSION", "ACCOUNT_SEQUENTIAL", "ACCOUNT_CLIENTS",
                  "ACCOUNT_REQUESTS", "ACCOUNT_BAD_CLIENTS", "CLOSE_CLIENTS", "CLOSE_REQUESTS",
-                 "THROUGHPUT_ROUNDS", "THROUGHPUT_REQUESTS", "MIN_SPEEDUP", "MAX_EXTRA_COPIES"):
+                 "THROUGHPUT_ROUNDS", "THROUGHPUT_REQUESTS", "MIN_SPEEDUP", "MAX_EXTRA_COPIES",
+                 "UPDATE_FIRST_REQUESTS", "EXPLORE_SCHEDULES", "EXPLORE_SAMPLES"):
         assert getattr(judge, name) == getattr(capstone, name), name
+    assert judge.SCENARIOS == [name for name, *_ in bookkeeping._SCENARIOS]
+    assert judge.EXPLORED_REQUESTS == bookkeeping._REQUESTS
+    for request in range(judge.EXPLORED_REQUESTS):
+        assert judge._stub_answer(request) == bookkeeping.stub_answer(request)
+        model = bookkeeping.StubModel()
+        assert model.predict_on_batch(bookkeeping.stub_row(request)[None]).tolist() == [
+            judge._stub_answer(request)]
     assert judge.EXPECTED_WEIGHTS == warmup.EXPECTED_WEIGHTS
     assert judge.LAYERS == variables.LAYERS
     model = capstone.serving_model(capstone.SEED)

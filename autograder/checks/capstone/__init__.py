@@ -14,7 +14,11 @@ property under load with fixed seeds and counts and no retries:
   (every output row encodes the version of each layer) is served to 6 clients while a writer
   calls ``update_weights`` with versions 2, 3, ...; no answer may mix versions, a client never
   sees the version go backwards, a request that starts after ``update_weights`` returned sees
-  that version or a newer one, and the last requests see the last version.
+  that version or a newer one, and the last requests see the last version. Then a trainer's
+  update before any request (:func:`run_update_first`): a new service on a never-called
+  model gets ``update_weights`` first, and the requests after it must get the new weights
+  (a service that leaves building the model to its first request has no weights to set:
+  Keras raises, every time).
 - :func:`check_accounting` (real threads, bounded waits): one client in sequence, then 16 at
   once with a few malformed requests among them, then ``close()`` while 12 clients are sending
   to a slow model, called while requests wait in the service's queue by construction (the
@@ -23,10 +27,14 @@ property under load with fixed seeds and counts and no retries:
   exactly with its own row, malformed ones raise ``ValueError`` in their own caller only, the
   statistics are exact, ``close()`` answers what was queued, joins the service's threads and
   makes later calls raise ``RuntimeError``. A client or ``close()`` that does not return in
-  time, or a thread left running, fails with the names and stacks of the stuck threads. Not
-  graded: a count kept with a plain ``+=`` on the client threads (real threads under the GIL
-  practically never lose one, and ``explore`` needed 3 to over 200 schedules to find it, too
-  many for the budget).
+  time, or a thread left running, fails with the names and stacks of the stuck threads. Then
+  the bookkeeping explored (:func:`explore_service`, ``explore`` on a :class:`StubModel`, no
+  TensorFlow): two clients and the batcher, then a ``predict`` racing ``close()``, every
+  schedule with one preemption: a request lost in a window of a few bytecodes (a batch sliced
+  outside the lock, a closed-check and an append in two lock regions) is a deadlock there,
+  every time. Not graded: a count kept with a plain ``+=`` on the client threads (real
+  threads under the GIL practically never lose one, and ``explore`` needed 3 to over 200
+  schedules to find it, too many for the budget).
 - :func:`check_throughput` (real threads): memory first: the bytes of Keras variables the
   answer creates on top of the model's own (found through ``gc``) while 16 clients are
   connected must stay within :data:`MAX_EXTRA_COPIES` copies of the model (one copy per
@@ -47,13 +55,14 @@ This package is the lesson's face: notebooks and hidden tests use ``capstone.NAM
 the names below, whichever module holds them: ``settings`` (seeds, counts, budgets),
 ``models`` (the served model, requests, reference answers), ``services`` (the reference
 designs), ``clients`` (client threads and their stacks), ``cold_start``, ``updates``,
-``accounting`` and ``throughput`` (parts 1 to 4), ``grading`` (the four graders) and ``lab``
-(the notebook's demonstrations and pictures).
+``accounting`` (with ``bookkeeping``, its explored part) and ``throughput`` (parts 1 to 4),
+``grading`` (the four graders) and ``lab`` (the notebook's demonstrations and pictures).
 """
 
 from __future__ import annotations
 
 from autograder.checks.capstone.accounting import CloseRun, accounting_problems
+from autograder.checks.capstone.bookkeeping import StubModel, explore_service
 from autograder.checks.capstone.clients import (
     Call,
     ClientRun,
@@ -94,6 +103,10 @@ from autograder.checks.capstone.settings import (
     CLOSE_REQUESTS,
     COLD_REQUESTS,
     COLD_TRIALS,
+    EXPLORE_SAMPLES,
+    EXPLORE_SCHEDULES,
+    EXPLORE_SEED,
+    EXPLORE_TIMEOUT_S,
     FEATURES,
     FIRST_VERSION,
     HANDOVER_S,
@@ -110,6 +123,7 @@ from autograder.checks.capstone.settings import (
     THROUGHPUT_ROUNDS,
     TIMEOUT_S,
     UPDATE_CLIENTS,
+    UPDATE_FIRST_REQUESTS,
     UPDATE_GAP_S,
     UPDATE_TRIALS,
     UPDATES,
@@ -121,17 +135,18 @@ from autograder.checks.capstone.throughput import (
     busy_model,
     measure_speedup,
 )
-from autograder.checks.capstone.updates import UpdateTrial, run_weight_updates
+from autograder.checks.capstone.updates import UpdateTrial, run_update_first, run_weight_updates
 from autograder.checks.kit import keras_variable_bytes
 
 __all__ = [
     # settings
     "ACCOUNT_BAD_CLIENTS", "ACCOUNT_CLIENTS", "ACCOUNT_REQUESTS", "ACCOUNT_SEQUENTIAL",
-    "CLIENTS", "CLOSE_CLIENTS", "CLOSE_REQUESTS", "COLD_REQUESTS", "COLD_TRIALS", "FEATURES",
+    "CLIENTS", "CLOSE_CLIENTS", "CLOSE_REQUESTS", "COLD_REQUESTS", "COLD_TRIALS",
+    "EXPLORE_SAMPLES", "EXPLORE_SCHEDULES", "EXPLORE_SEED", "EXPLORE_TIMEOUT_S", "FEATURES",
     "FIRST_VERSION", "HANDOVER_S", "JOIN_GRACE_S", "MAX_EXTRA_COPIES", "MIN_SPEEDUP", "SEED",
     "SLOW_CALL_S", "SMOKE_S", "STALL_S", "STUCK_S",
     "THROUGHPUT_CALL_S", "THROUGHPUT_REQUESTS", "THROUGHPUT_ROUNDS", "TIMEOUT_S",
-    "UPDATE_CLIENTS", "UPDATE_GAP_S", "UPDATE_TRIALS", "UPDATES",
+    "UPDATE_CLIENTS", "UPDATE_FIRST_REQUESTS", "UPDATE_GAP_S", "UPDATE_TRIALS", "UPDATES",
     # models and memory
     "keras_variable_bytes", "reference_outputs", "requests_for", "same_answer",
     "serving_model", "slow_model", "weight_bytes",
@@ -140,8 +155,8 @@ __all__ = [
     # clients
     "Call", "ClientRun", "describe_threads", "run_clients", "wait_for_progress",
     # the four parts
-    "ColdTrial", "run_cold_start", "UpdateTrial", "run_weight_updates", "CloseRun",
-    "accounting_problems",
+    "ColdTrial", "run_cold_start", "UpdateTrial", "run_weight_updates", "run_update_first",
+    "CloseRun", "accounting_problems", "StubModel", "explore_service",
     "Measurement", "Speedup", "benchmark", "busy_model", "measure_speedup",
     # graders
     "check_accounting", "check_cold_start", "check_throughput", "check_weight_updates",

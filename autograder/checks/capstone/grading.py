@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from autograder.checks.capstone.accounting import accounting_problems
+from autograder.checks.capstone.bookkeeping import explore_service
 from autograder.checks.capstone.clients import _close_quietly, _grader_thread
 from autograder.checks.capstone.cold_start import ColdTrial, run_cold_start
 from autograder.checks.capstone.models import (
@@ -26,7 +27,7 @@ from autograder.checks.capstone.settings import (
     SMOKE_S,
 )
 from autograder.checks.capstone.throughput import measure_speedup
-from autograder.checks.capstone.updates import run_weight_updates
+from autograder.checks.capstone.updates import run_update_first, run_weight_updates
 from autograder.checks.kit import (
     call_text,
     describe_error,
@@ -93,23 +94,36 @@ def check_cold_start(service_class: Callable[..., Any], **kwargs: Any) -> None:
 def check_weight_updates(service_class: Callable[..., Any], **kwargs: Any) -> None:
     """Grade part 2: weights updated while serving (see :func:`run_weight_updates`).
 
-    Reports (for the judge) the one-thread answer, and per trial when each update returned
-    and the versions of every answer each client got, with when it was sent.
+    Then a trainer's update before any request (see :func:`run_update_first`).
+
+    Reports (for the judge) the one-thread answer; per trial when each update returned and
+    the versions of every answer each client got, with when it was sent; and the answers
+    after the update that came first, with the new weights' and the first weights' outputs.
     """
     smoke = _smoke(service_class, "InferenceService")
     trials: list = []
     result = run_weight_updates(service_class, observed=trials, **kwargs)
     require(result, exercise="InferenceService, weight updates",
             again=call_text("capstone.run_weight_updates", "InferenceService", **kwargs))
-    report({"smoke": smoke, "trials": trials, "trials_run": result.schedules_run})
+    try:
+        first = run_update_first(service_class)
+    except AssertionError as failure:
+        raise AssertionError(f"InferenceService, weight updates: {failure}") from None
+    report({"smoke": smoke, "trials": trials, "trials_run": result.schedules_run,
+            "update_first": first})
 
 
 def check_accounting(service_class: Callable[..., Any], *, seed: int = SEED) -> None:
     """Grade part 3: no request lost or answered twice, exact stats, a clean close().
 
-    Reports (for the judge) the one-thread answer and, per phase, how every request ended,
-    its answer and its row's model output, and ``stats()`` (see :func:`accounting_problems`).
+    Real threads first (see :func:`accounting_problems`), then the bookkeeping explored on a
+    stub model (see :func:`~.bookkeeping.explore_service`).
+
+    Reports (for the judge) the one-thread answer; per phase, how every request ended, its
+    answer and its row's model output, and ``stats()``; and each explored scenario's
+    schedules and counts (None when the service was not explored).
     """
+    exercise = "InferenceService, accounting and close"
     smoke = _smoke(service_class, "InferenceService")
     phases: dict = {}
     try:
@@ -117,8 +131,15 @@ def check_accounting(service_class: Callable[..., Any], *, seed: int = SEED) -> 
     except AssertionError as failure:  # stats() did not return plain counts
         problems = [str(failure)]
     if problems:
-        raise AssertionError("InferenceService, accounting and close: " + "; ".join(problems))
-    report({"smoke": smoke, **phases})
+        raise AssertionError(f"{exercise}: " + "; ".join(problems))
+    explored: dict = {}
+    result = explore_service(service_class, observed=explored)
+    if result is not None:
+        scenario = list(explored)[-1]  # the last one run: the failing one, if one failed
+        require(result, exercise=exercise,
+                hint=f"{_EXPLORED_WHO[scenario]} {_EXPLORED_HINTS.get(result.verdict, '')}",
+                again=call_text("capstone.explore_service", "InferenceService"))
+    report({"smoke": smoke, **phases, "explored": explored if result is not None else None})
 
 
 def check_throughput(service_class: Callable[..., Any], *, seed: int = SEED) -> None:
@@ -153,3 +174,36 @@ def check_throughput(service_class: Callable[..., Any], *, seed: int = SEED) -> 
         raise AssertionError("InferenceService, throughput and memory: " + "; ".join(problems))
     report({"smoke": smoke, "extra_bytes": int(speedup.extra_bytes),
             "copy_bytes": int(speedup.copy_bytes), **runs})
+
+
+#: Who the explored threads are in each scenario (see :mod:`.bookkeeping`).
+_EXPLORED_WHO = {
+    "clients": (
+        "on a stub model, worker 0 made your service and sent requests 0 and 2, one after the "
+        "other; worker 1 sent request 1 while the model computed request 0; then worker 0 "
+        "called close(). The other threads are your service's."),
+    "closing": (
+        "on a stub model, worker 0 made your service and sent request 0 while worker 1 "
+        "called close(). The other threads are your service's."),
+}
+#: What a failing explored schedule means, by verdict.
+_EXPLORED_HINTS = {
+    "deadlock": (
+        "In this schedule every thread ended up waiting: a request your service accepted was "
+        "never answered, so its caller waits forever. A request is lost when it is appended "
+        "between the batcher's read of the queue and its write-back (take the batch and "
+        "replace the queue under the same lock), or when predict() checks that the service "
+        "is open and appends in two separate lock regions, so that close() and the batcher's "
+        "exit fit in between (check and append under one lock)"),
+    "race": (
+        "In this schedule a request did not get its own answer, or was refused while the "
+        "service was open: expected every request to get its own answer whatever the order "
+        "of the threads, and RuntimeError only once close() was called"),
+    "error": (
+        "In this schedule a thread raised: expected predict() to return each request's "
+        "answer (or raise RuntimeError once close() was called) and close() to return, "
+        "whatever the order of the threads"),
+    "timeout": (
+        "The schedules did not finish in time: a thread that waits with a long timeout, or "
+        "polls, keeps each schedule from ending"),
+}

@@ -47,6 +47,21 @@ def reference_outputs(seed: int, rows: Sequence[np.ndarray]) -> np.ndarray:
 _REFERENCES = memo("the capstone's reference outputs")
 
 
+def served_weights(seed: int) -> tuple[np.ndarray, ...]:
+    """The weights :func:`serving_model` ``(seed)`` gets at its first call, in ``set_weights``
+    order: what a trainer publishes (read-only, cached per process by seed, as
+    :func:`reference_outputs`)."""
+    def build() -> tuple[np.ndarray, ...]:
+        model = serving_model(seed)
+        model(np.zeros((1, FEATURES), dtype="float32"))
+        return tuple(frozen(w) for w in model.get_weights())
+
+    return _WEIGHTS(seed, build)
+
+
+_WEIGHTS = memo("the capstone's published weights")
+
+
 def same_answer(output: Any, expected: np.ndarray) -> bool:
     """True when ``output`` is the row ``expected`` (float32 round-off allowed)."""
     try:

@@ -20,6 +20,9 @@ COLD_TRIALS = 5
 COLD_REQUESTS = 2
 
 UPDATE_TRIALS = 3
+#: Requests sent, one at a time, to a new service whose first call was ``update_weights``
+#: (the weight-update check's update-first step).
+UPDATE_FIRST_REQUESTS = 3
 UPDATE_CLIENTS = 6
 UPDATES = 6
 #: Pause between two requests of one client while weights are updated: clients arrive, they
@@ -54,6 +57,14 @@ STUCK_S = 10.0
 SMOKE_S = 5.0
 #: How long the service's threads may take to end after close() returned.
 JOIN_GRACE_S = 0.5
+#: The bookkeeping explored on a stub model (``bookkeeping.explore_service``), per scenario:
+#: the seed, the most schedules, the seeded samples once every schedule with one preemption
+#: ran, and the wall-clock budget (running out is a failure, never a pass; it bounds time,
+#: not the search). How long the stubbed service may take to be made, asked twice and closed
+#: on one thread before it.
+EXPLORE_SEED = SEED
+EXPLORE_SCHEDULES, EXPLORE_SAMPLES, EXPLORE_TIMEOUT_S = 3000, 20, 60.0
+EXPLORE_PROBE_S = 5.0
 
 THROUGHPUT_ROUNDS = 3
 THROUGHPUT_REQUESTS = 4

@@ -14,22 +14,33 @@ from autograder.checks import variables
 from autograder.checks.cache import memo
 from autograder.checks.capstone.clients import (
     _close_quietly,
+    _grader_thread,
     _is_grader_thread,
     _new_threads,
     wait_until,
 )
-from autograder.checks.capstone.models import _answer
+from autograder.checks.capstone.models import (
+    _answer,
+    _row,
+    reference_outputs,
+    requests_for,
+    same_answer,
+    served_weights,
+    serving_model,
+)
 from autograder.checks.capstone.settings import (
     FIRST_VERSION,
     HANDOVER_S,
     SEED,
+    SMOKE_S,
     TIMEOUT_S,
     UPDATE_CLIENTS,
+    UPDATE_FIRST_REQUESTS,
     UPDATE_GAP_S,
     UPDATE_TRIALS,
     UPDATES,
 )
-from autograder.checks.kit import waiting_for_another
+from autograder.checks.kit import describe_error, describe_threads, waiting_for_another, within
 from autograder.harness import Result, stress
 
 
@@ -201,3 +212,77 @@ def run_weight_updates(service_class: Callable[..., Any], *, trials: int = UPDAT
 
     return stress(setup, [writer, *[client(i) for i in range(clients)]], check, trials=trials,
                   seed=seed, timeout_s=TIMEOUT_S)
+
+
+#: What an update that raised on a new service means (the usual cause: no warm-up).
+_UNBUILT_HINT = (
+    "nothing in the contract says an update comes after the first request. A model that has "
+    "never been called has no weights yet, so set_weights has nothing to set: warm the model "
+    "in __init__, before any other thread can reach it")
+
+
+def run_update_first(service_class: Callable[..., Any], *, seed: int = SEED) -> dict[str, Any]:
+    """A trainer's update before any request: the contract does not order the two.
+
+    A new service on a never-called :func:`~.models.serving_model` ``(seed + 3)``; a grader
+    thread (the trainer) calls ``update_weights`` with the weights ``serving_model(seed + 4)``
+    gets at its first call, before any request; then one client sends
+    :data:`UPDATE_FIRST_REQUESTS` requests, one at a time. Each must be answered with the new
+    weights, and nothing may raise. A service that leaves building the model to its first
+    request (no warm-up) has no weights to set then: Keras raises, every time. Each step is
+    bounded by :data:`SMOKE_S`.
+
+    Returns:
+        For the judge: each answer (``outputs``), the new weights' output for its row
+        (``expected``) and the model's own first weights' output for it (``first``: what a
+        service that dropped the update answers).
+
+    Raises:
+        AssertionError: in the exercise's terms, when a step raised or hung, or an answer was
+            not the new weights'.
+    """
+    model = serving_model(seed + 3)
+    rows = requests_for(seed + 3, 1, UPDATE_FIRST_REQUESTS)[0]
+    new = served_weights(seed + 4)
+    expected = reference_outputs(seed + 4, rows)
+    first = reference_outputs(seed + 3, rows)
+    held: dict[str, Any] = {}
+    try:
+        _bounded_step("InferenceService(model, example) on a model never called",
+                      lambda: held.update(service=service_class(model, rows[0].copy())))
+        _bounded_step("a trainer thread called update_weights(weights) on a new service, "
+                      "before any request, and it",
+                      lambda: held["service"].update_weights([w.copy() for w in new]),
+                      hint=_UNBUILT_HINT)
+        _bounded_step(f"{UPDATE_FIRST_REQUESTS} requests sent one at a time after that "
+                      "update_weights() returned",
+                      lambda: held.update(outputs=[_answer(held["service"].predict(x))
+                                                   for x in rows]))
+    finally:
+        _close_quietly(held.get("service"))
+    for index, (output, want, old) in enumerate(zip(held["outputs"], expected, first,
+                                                    strict=True)):
+        if not same_answer(output, want):
+            stale = (" (the output of the model's first weights: the update was not served)"
+                     if same_answer(output, old) else "")
+            raise AssertionError(
+                f"a trainer called update_weights(weights) on a new service before any "
+                f"request; request {index}, sent after it returned, got "
+                f"{np.round(np.asarray(output, dtype=float), 4).tolist()}{stale}, expected "
+                f"the new weights' output {np.round(want, 4).tolist()} (once update_weights "
+                "returns, every later request must use the new weights, also before the "
+                "first request was served)")
+    return {"outputs": [_row(output) for output in held["outputs"]],
+            "expected": [_row(row) for row in expected], "first": [_row(row) for row in first]}
+
+
+def _bounded_step(what: str, call: Callable[[], Any], *, hint: str = "") -> None:
+    """``call()`` on a grader thread within :data:`SMOKE_S`; an AssertionError naming
+    ``what`` when it hangs or raises."""
+    outcome = within(call, SMOKE_S, name="grader-trainer", track=_grader_thread)
+    if not outcome.finished:
+        raise AssertionError(f"{what} did not return within {SMOKE_S:g} s. Where it is "
+                             f"stuck:\n{describe_threads([outcome.thread])}")
+    if outcome.error is not None:
+        raise AssertionError(f"{what} raised {describe_error(outcome.error)}; expected it to "
+                             f"work{': ' + hint if hint else ''}")
