@@ -67,3 +67,18 @@ def test_the_command_line_job_writes_the_same_result_as_the_function(course, tmp
     written = json.loads(JobFolder(Path(job.workdir)).result.read_text())
     assert (written["status"], written["score"]) == (Status.GRADED.value, 0.0)
     assert written["cells"]["test_tiny_add"][0] == 0.0
+
+
+def test_a_thread_of_the_answer_that_raises_is_no_tampering(course, tmp_path):
+    """An uncaught exception in a thread the answer started is printed by threading's own
+    excepthook, whose C traceback printer compiles each frame's source line under that
+    library file's name: the kernel's audit once read that as forging library code, and an
+    honest (if racy) answer was reported tampered."""
+    answer = ("import threading\n\n"
+              "def add(a, b):\n"
+              "    thread = threading.Thread(target=lambda: {}['missing'])\n"
+              "    thread.start()\n"
+              "    thread.join()\n"
+              "    return a + b")
+    result = run_job(job_for(course, tmp_path, answer))
+    assert (result.status, result.score) == (Status.GRADED.value, 2.0), result.notes
