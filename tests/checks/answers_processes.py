@@ -105,11 +105,17 @@ class _Routed(_Base):
         for _ in self.workers:
             self.requests.put(None)
         for process in self.workers:
-            process.join()
+            self._wait_for_worker(process)
         self.answers.put(None)
-        self.reader.join()
+        self._wait_for_reader()
         self.block.close()
         self.block.unlink()
+
+    def _wait_for_worker(self, process: Any) -> None:
+        process.join()
+
+    def _wait_for_reader(self) -> None:
+        self.reader.join()
 
 
 class CopyPerWorkerPool(_Routed):
@@ -302,43 +308,23 @@ class CollectorNotJoinedPool(_Routed):
     """``close()`` puts the end marker for the reader thread but does not join it: the reader
     may still be delivering when close() returns (the mutation benchmark's ``drop_join``)."""
 
-    def close(self) -> None:
-        for _ in self.workers:
-            self.requests.put(None)
-        for process in self.workers:
-            process.join()
-        self.answers.put(None)
-        self.block.close()
-        self.block.unlink()
+    def _wait_for_reader(self) -> None:
+        pass
 
 
 class CollectorSleepPool(_Routed):
     """``close()`` sleeps 10 ms where it should join the reader thread (``join_to_sleep``)."""
 
-    def close(self) -> None:
-        for _ in self.workers:
-            self.requests.put(None)
-        for process in self.workers:
-            process.join()
-        self.answers.put(None)
+    def _wait_for_reader(self) -> None:
         time.sleep(0.01)
-        self.block.close()
-        self.block.unlink()
 
 
 class WorkerSleepPool(_Routed):
     """``close()`` sleeps 10 ms where it should join each worker (``join_to_sleep``): a
     worker that took its end marker usually exits within that, but nothing waits for it."""
 
-    def close(self) -> None:
-        for _ in self.workers:
-            self.requests.put(None)
-        for _process in self.workers:
-            time.sleep(0.01)
-        self.answers.put(None)
-        self.reader.join()
-        self.block.close()
-        self.block.unlink()
+    def _wait_for_worker(self, process: Any) -> None:
+        time.sleep(0.01)
 
 
 WRONG_POOLS = [ArrivalOrderPool, *lying(ReadLaterPool)]

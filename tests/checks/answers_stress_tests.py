@@ -114,8 +114,10 @@ def one_writer_with_reader(make_ledger: Any) -> None:
     _hammer(make_ledger, threads=1, records=300, barrier=True, reader=True)
 
 
-def _reader_left_running(make_ledger: Any, after_writers: Callable[[], None]) -> None:
-    """A good hammer whose reader is not joined: ``after_writers`` runs in its place."""
+def _reader_waited_for(make_ledger: Any, wait_for_reader: Callable[[threading.Thread], None]
+                       ) -> None:
+    """A good hammer (4 writers, a reader that checks every snapshot) whose main thread waits
+    for the reader with ``wait_for_reader(reader)`` once the writers are done."""
     ledger = make_ledger()
     data = batch(ROWS)
     start = threading.Barrier(5)
@@ -136,12 +138,13 @@ def _reader_left_running(make_ledger: Any, after_writers: Callable[[], None]) ->
                 torn.append((requests, rows))
 
     writers = [threading.Thread(target=write) for _ in range(4)]
-    for thread in [*writers, threading.Thread(target=read)]:
+    reader = threading.Thread(target=read)
+    for thread in [*writers, reader]:
         thread.start()
     for thread in writers:
         thread.join()
     writing.clear()
-    after_writers()
+    wait_for_reader(reader)
     assert not torn, f"torn snapshots: {torn[:3]}"
     assert ledger.totals() == (400, ROWS * 400), ledger.totals()
 
@@ -173,12 +176,12 @@ def reader_spins_writers_never_start(make_ledger: Any) -> None:
 def reader_not_joined(make_ledger: Any) -> None:
     """Wrong: the reader is never joined, so a torn snapshot it sees after the checks is
     missed (the mutation benchmark's ``drop_join`` of the reference)."""
-    _reader_left_running(make_ledger, lambda: None)
+    _reader_waited_for(make_ledger, lambda reader: None)
 
 
 def reader_sleep_instead_of_join(make_ledger: Any) -> None:
     """Wrong: a short sleep stands in for the reader's join (``join_to_sleep``)."""
-    _reader_left_running(make_ledger, lambda: time.sleep(0.01))
+    _reader_waited_for(make_ledger, lambda reader: time.sleep(0.01))
 
 
 WRONG_STRESS = [single_thread, few_threads_no_barrier, final_totals_only, stricter_than_contract,
@@ -298,36 +301,11 @@ def condition_start_queue_of_snapshots(make_ledger: Any) -> None:
 def reader_waited_for_by_polling(make_ledger: Any) -> None:
     """Correct, another way to wait: the main thread polls ``is_alive()`` and sleeps until
     the reader is done, instead of joining it."""
-    ledger = make_ledger()
-    data = batch(ROWS)
-    start = threading.Barrier(4)
-    writing = threading.Event()
-    writing.set()
-    torn: list[tuple[int, int]] = []
+    def poll(reader: threading.Thread) -> None:
+        while reader.is_alive():
+            time.sleep(0.01)
 
-    def write() -> None:
-        start.wait()
-        for _ in range(120):
-            ledger.record(data)
-
-    def read() -> None:
-        start.wait()
-        while writing.is_set():
-            requests, rows = ledger.totals()
-            if rows != ROWS * requests:
-                torn.append((requests, rows))
-
-    writers = [threading.Thread(target=write) for _ in range(3)]
-    reader = threading.Thread(target=read)
-    for thread in [*writers, reader]:
-        thread.start()
-    for thread in writers:
-        thread.join()
-    writing.clear()
-    while reader.is_alive():
-        time.sleep(0.01)
-    assert not torn, f"torn snapshots: {torn[:3]}"
-    assert ledger.totals() == (360, ROWS * 360), ledger.totals()
+    _reader_waited_for(make_ledger, poll)
 
 
 def demo_reader_keeps_every_torn_snapshot() -> Any:
