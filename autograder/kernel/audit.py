@@ -39,7 +39,6 @@ import pathlib
 import re
 import sys
 import sysconfig
-import threading
 import types
 from collections.abc import Callable, Iterable
 
@@ -119,15 +118,6 @@ def trusted_roots() -> tuple[str, ...]:
     roots.update(p for p in sys.path if p.endswith(("site-packages", "dist-packages")))
     roots |= {os.path.realpath(r) for r in roots}
     return tuple(sorted(os.path.join(r, "") for r in roots))
-
-
-#: The code that calls ``threading.excepthook`` for an exception a thread did not catch. The
-#: default hook (``_thread._excepthook``, in C) prints the traceback, and to underline each
-#: frame's failing expression it parses that line's source under the frame's file name: a
-#: ``compile`` event that names a library file, raised with this code as the innermost frame.
-#: It only parses (no code object is made), the line comes from the file itself, and graded
-#: code cannot be that frame; replacing the hook is itself refused and named.
-_EXCEPTHOOK_CALLER = threading._make_invoke_excepthook().__code__
 
 
 def make_audit_hook(roots: tuple[str, ...], trusted_files: Iterable[str],
@@ -390,9 +380,7 @@ def make_audit_hook(roots: tuple[str, ...], trusted_files: Iterable[str],
               _scratch=SCRATCH_PREFIX, _blocked=_BLOCKED_MODULES,
               _by_name=_REFUSED_BY_NAME, _setters=_TRACE_SETTERS, _loaders=_BYTECODE_LOADERS,
               _frame_names=_FRAME_NAMES, _default_names=_DEFAULT_NAMES,
-              _ctypes_names=_CTYPES_NAMES, _direct=ctypes_users,
-              _printing=_EXCEPTHOOK_CALLER, _print_exception=_thread._excepthook
-              ) -> str | None:
+              _ctypes_names=_CTYPES_NAMES, _direct=ctypes_users) -> str | None:
         if event.startswith("ctypes."):  # the scheduler reads paused frames through ctypes:
             code = frame.f_code
             if _direct.get(id(code)) is code and asked_directly(frame, None):  # the hot path
@@ -456,9 +444,6 @@ def make_audit_hook(roots: tuple[str, ...], trusted_files: Iterable[str],
             return None
         if event == "compile":
             filename = text(args[1])
-            if frame is not None and frame.f_code is _printing and \
-                    _thread_globals.get("excepthook") is _print_exception:
-                return None  # threading's own excepthook parses each traceback line's source
             if claims(filename) and not genuine_source(filename, args[0]):
                 return (f"compiling code under the file name {filename}, which belongs to the "
                         "grader or an installed library")

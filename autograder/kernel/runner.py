@@ -194,6 +194,7 @@ def main() -> None:  # noqa: PLR0915 - one straight sequence, kept together on p
     seal.seal_library_names(protected)
     harness_attempts = tamper.attempts_since
     seal.fill_library_caches()
+    seal.print_thread_exceptions_in_python()
     integrity = seal.integrity_check(protected)
     builtins_written = audit.watch_builtins()
     sys.addaudithook(audit_hook)
