@@ -174,10 +174,15 @@ print("gradient shapes:", [tuple(g.shape) for g in solo_grads],
 # your kernel). Three kinds: the unbuilt `Sequential`; the functional
 # network, built by `keras.Input` but never called; and the same after one
 # `predict_on_batch` on this thread ("warm").
+#
+# While the actors run, the trials set the interpreter's switch interval to 1 microsecond
+# (`sys.setswitchinterval(1e-6)`; the default is 5 ms), so Python hands the GIL from thread to
+# thread as often as it can. That widens no window by itself; it makes every window that
+# exists open in almost every trial instead of in some of them.
 
 # %%
 cold = a3c.cold_start_trials([("sequential", False), ("functional", False),
-                              ("functional", True)], threads=4, trials=5)
+                              ("functional", True)], threads=4, trials=5, switch_interval=1e-6)
 cold_sequential, cold_functional, warm_functional = cold.values()
 print("Sequential, no keras.Input:", cold_sequential)
 print("   first errors:", cold_sequential.errors[:2])

@@ -1,7 +1,8 @@
 """Lesson 09 (a3c) graders: every known wrong answer fails every run, every right one passes.
 
 Each parametrized test runs the exercise's real hidden check (``autograder.checks.a3c``)
-``RUNS`` times in this process, as that many grading runs would.
+``RUNS`` times in this process, as that many grading runs would; the wrong networks run in child
+processes (``isolation.py``), since 4 actors tracing a cold network at once can crash TensorFlow.
 
 How each check decides, and why its counts are enough (measured on the shared, loaded 2-core
 machine):
@@ -51,10 +52,12 @@ from tests.checks import answers_a3c as answers
 from tests.checks.grading_runs import (
     Exercise,
     fails_every_run,
+    runs_for,
     solution_namespace,
     unfilled_answer_test,
     validity_tests,
 )
+from tests.checks.isolation import IsolatedRuns
 
 SLOW_RUNS = 2
 
@@ -71,8 +74,7 @@ _SOLVED = solution_namespace("09_a3c", {"threading": threading, "time": time, "t
 
 EXERCISES = {
     "network": Exercise(a3c.check_shared_network, "make_shared_network",
-                        _SOLVED["make_shared_network"], answers.WRONG_NETWORKS,
-                        answers.CORRECT_NETWORKS),
+                        _SOLVED["make_shared_network"], (), answers.CORRECT_NETWORKS),
     "learner": Exercise(a3c.check_learner, "SharedLearner", _SOLVED["SharedLearner"],
                         answers.WRONG_LEARNERS, answers.CORRECT_LEARNERS),
     "budget": Exercise(a3c.check_budget, "StepBudget", _SOLVED["StepBudget"],
@@ -86,6 +88,36 @@ EXERCISES = {
  test_lessons_own_solution_passes) = validity_tests(EXERCISES, solution_runs=3)
 test_unfilled_answer_fails_at_once_naming_the_exercise_and_the_error = unfilled_answer_test(
     EXERCISES)
+
+
+#: The wrong networks' grading runs, in child processes (``isolation.py``): a network built
+#: but not warm is traced by 4 actor threads at once, which can crash TensorFlow (a
+#: segfault took a test worker down, and xdist's loadfile scheduler then hung the suite). A
+#: run whose child crashed counts as a failed run, as a kernel that died scores 0.
+_WRONG_NETWORK_RUNS: list[IsolatedRuns] = []
+
+
+def _wrong_network_verdicts() -> dict[str, list[str]]:
+    if not _WRONG_NETWORK_RUNS:
+        _WRONG_NETWORK_RUNS.append(IsolatedRuns(
+            "autograder.checks.a3c", "tests.checks.answers_a3c",
+            [("check_shared_network", a.__name__) for a in answers.WRONG_NETWORKS],
+            [runs_for(a) for a in answers.WRONG_NETWORKS]))
+    verdicts = _WRONG_NETWORK_RUNS[0].verdicts()
+    return {a.__name__: runs for a, runs in zip(answers.WRONG_NETWORKS, verdicts, strict=True)}
+
+
+@pytest.mark.parametrize("answer", answers.WRONG_NETWORKS, ids=lambda a: a.__name__)
+def test_wrong_network_fails_every_grading_run_in_the_exercises_terms(answer: Any) -> None:
+    runs = _wrong_network_verdicts()[answer.__name__]
+    assert len(runs) == runs_for(answer)
+    passed = [number + 1 for number, verdict in enumerate(runs) if verdict == "pass"]
+    assert not passed, f"grading runs {passed} of {len(runs)} passed {answer.__name__}"
+    for verdict in runs:
+        if verdict.startswith("fail"):
+            assert verdict.startswith("fail: make_shared_network: "), verdict
+            assert "expected" in verdict, verdict
+            assert "BEGIN HIDDEN TESTS" not in verdict
 
 
 @pytest.mark.parametrize("answer", answers.SLOW_WRONG_VERSIONED, ids=lambda a: a.__name__)
