@@ -19,21 +19,25 @@ import base64
 import functools
 import os
 import pickle
+import selectors
 import signal
 import subprocess
 import sys
+import tempfile
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 _CHILD = """
-import base64, pickle, sys, warnings
+import base64, os, pickle, sys, warnings
 warnings.simplefilter("ignore")
 function, calls = pickle.loads(base64.b64decode(sys.stdin.buffer.read()))
 for args in calls:
     outcome = pickle.dumps(function(*args))
     sys.stdout.write(base64.b64encode(outcome).decode() + "\\n")
     sys.stdout.flush()
+os._exit(0)  # every outcome is out: a thread a trial left blocked must not keep the child
 """
 #: Seconds a child may take to start (import TensorFlow) before its first trial.
 STARTUP_S = 90.0
@@ -62,7 +66,7 @@ def run_in_children(function: Callable[..., Any], calls: Sequence[tuple[Any, ...
         function: A function defined in a module (importable by name in a new process).
         calls: The arguments of each trial, in order.
         trial_timeout_s: Seconds one trial may take; a trial still running after that is
-            stopped and recorded as ``Crashed("hung ...")``.
+            stopped (its child killed) and recorded as ``Crashed("hung and was stopped")``.
         startup_s: Seconds a child may take to start before its first trial.
         path: Folders the child imports from first (where ``function``'s module is, when
             it is not on the child's ``sys.path`` otherwise).
@@ -82,8 +86,7 @@ def run_in_children(function: Callable[..., Any], calls: Sequence[tuple[Any, ...
     outcomes: list[Any] = []
     while len(outcomes) < len(calls):
         pending = list(calls[len(outcomes):])
-        returned, how = _run_child(function, pending, startup_s + trial_timeout_s * len(pending),
-                                   path)
+        returned, how = _run_child(function, pending, startup_s, trial_timeout_s, path)
         outcomes += returned
         if len(returned) < len(pending):
             outcomes.append(Crashed(how))
@@ -103,27 +106,67 @@ def _require_importable(function: Any) -> None:
                         "warmup.predict_on_batch, or functools.partial of one)")
 
 
-def _run_child(function: Callable[..., Any], calls: list[tuple[Any, ...]],
-               timeout: float, path: Sequence[str] = ()) -> tuple[list[Any], str]:
-    """One child for ``calls``: what it returned, and how it ended when it stopped early."""
+def _run_child(function: Callable[..., Any], calls: list[tuple[Any, ...]], startup_s: float,
+               trial_timeout_s: float, path: Sequence[str] = ()) -> tuple[list[Any], str]:
+    """One child for ``calls``: what it returned, and how it ended when it stopped early.
+
+    Each outcome is read as the child writes it; the first may take ``startup_s`` plus
+    ``trial_timeout_s``, each later one ``trial_timeout_s`` from the one before, or the child
+    is killed as hung.
+    """
     payload = base64.b64encode(pickle.dumps((function, calls)))
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONWARNINGS": "ignore"}
     if path:
         env["PYTHONPATH"] = os.pathsep.join([*path, *filter(None, [env.get("PYTHONPATH")])])
+    with tempfile.TemporaryFile() as errors, subprocess.Popen(
+            [sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=errors, env=env) as child:
+        returned, hung = _read_outcomes(child, payload, len(calls), startup_s, trial_timeout_s)
+        if not hung:
+            try:
+                child.wait(timeout=trial_timeout_s)
+            except subprocess.TimeoutExpired:
+                hung = len(returned) < len(calls)
+        child.kill()
+        code = child.wait()
+        if hung:
+            return returned, "hung and was stopped"
+        if code > 0 or code == 0 and len(returned) < len(calls):
+            errors.seek(0)
+            tail = errors.read().decode(errors="replace").strip().splitlines()[-8:]
+            raise RuntimeError(f"the child process stopped with exit code {code}:\n"
+                               + "\n".join(tail))
+        return returned, _signal_name(-code) if code < 0 else ""
+
+
+def _read_outcomes(child: subprocess.Popen, payload: bytes, count: int, startup_s: float,
+                   trial_timeout_s: float) -> tuple[list[Any], bool]:
+    """Send the payload, then read up to ``count`` outcomes: (outcomes, whether one hung)."""
     try:
-        child = subprocess.run([sys.executable, "-c", _CHILD], input=payload,
-                               capture_output=True, env=env, timeout=timeout)
-        stdout, code = child.stdout, child.returncode
-        how = _signal_name(-code) if code < 0 else ""
-    except subprocess.TimeoutExpired as stopped:
-        stdout, code = stopped.stdout or b"", None
-        how = "hung and was stopped"
-    returned = [pickle.loads(base64.b64decode(line)) for line in stdout.splitlines() if line]
-    if code is not None and (code > 0 or code == 0 and len(returned) < len(calls)):
-        tail = child.stderr.decode(errors="replace").strip().splitlines()[-8:]
-        raise RuntimeError(f"the child process stopped with exit code {code}:\n"
-                           + "\n".join(tail))
-    return returned, how
+        child.stdin.write(payload)
+        child.stdin.close()
+    except BrokenPipeError:
+        return [], False
+    returned: list[Any] = []
+    pending = b""
+    deadline = time.monotonic() + startup_s + trial_timeout_s
+    with selectors.DefaultSelector() as selector:
+        selector.register(child.stdout, selectors.EVENT_READ)
+        while len(returned) < count:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return returned, True
+            if not selector.select(left):
+                continue
+            chunk = os.read(child.stdout.fileno(), 1 << 16)
+            if not chunk:
+                return returned, False
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in filter(None, lines):
+                returned.append(pickle.loads(base64.b64decode(line)))
+                deadline = time.monotonic() + trial_timeout_s
+    return returned, False
 
 
 def _signal_name(number: int) -> str:

@@ -213,7 +213,7 @@ def test_the_equivalent_list_names_real_mutants_with_a_reason():
         assert reason, f"{mutant_id} has no reason"
 
 
-def _one_per_operator(lesson: str) -> list:
+def one_per_operator(lesson: str) -> list:
     """The first mutant of each operator in ``lesson`` that is not listed as equivalent."""
     equivalent = bench.read_equivalent()
     chosen = {}
@@ -226,7 +226,7 @@ def _one_per_operator(lesson: str) -> list:
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_lesson_00_checks_kill_one_mutant_of_each_operator(tmp_path, capsys):
-    chosen = _one_per_operator("00_anatomy")
+    chosen = one_per_operator("00_anatomy")
     assert {m.operator for m in chosen} >= {"remove_lock", "shrink_region", "split_region"}
     code = bench.main(["--lessons", "00", "--workers", "2", "--out", str(tmp_path), "--json",
                        "--only", ",".join(m.id for m in chosen)])

@@ -27,7 +27,7 @@ import pytest
 from autograder import judges
 from autograder.checks.kit import verdict
 from autograder.course.answers import read_answers, solution_answers
-from autograder.course.source import find_lessons
+from autograder.course.source import Lesson, find_lessons
 from autograder.kernel.runner import make_plain_encoder
 
 #: The repository (found from this file: answer modules import this one in child processes too).
@@ -47,6 +47,11 @@ def runs_for(answer: Any) -> int:
     return LIAR_RUNS if getattr(answer, "lies", False) else RUNS
 
 
+def solution_lesson(lesson_name: str) -> Lesson:
+    """The lesson source ``solutions/<lesson_name>.py``, e.g. ``"03_variables"``."""
+    return next(found for found in find_lessons(REPO / "solutions") if found.name == lesson_name)
+
+
 def solution_namespace(lesson_name: str, namespace: dict[str, Any]) -> dict[str, Any]:
     """Execute the instructor's answer cells of ``lesson_name`` in ``namespace`` and return it.
 
@@ -54,7 +59,7 @@ def solution_namespace(lesson_name: str, namespace: dict[str, Any]) -> dict[str,
         lesson_name: The lesson, e.g. ``"03_variables"``.
         namespace: What the notebook's setup cell would have imported for the answers.
     """
-    lesson = next(found for found in find_lessons(REPO / "solutions") if found.name == lesson_name)
+    lesson = solution_lesson(lesson_name)
     for grade_id, source in solution_answers(lesson).items():
         exec(compile(source, f"{lesson.path.name}:{grade_id}", "exec"), namespace)
     return namespace
