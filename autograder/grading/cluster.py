@@ -5,7 +5,7 @@ of local threads. The head packs a job's inputs (:func:`pack`: the submission as
 :func:`~autograder.grading.untrusted.read_untrusted` reads it, the release notebook, the
 course's ``gradebook.db`` and the lesson's ``source/`` folder), so workers need no shared
 storage and no course folder. A worker writes them into a fresh temporary folder and grades
-there with :func:`~autograder.grading.grade.run_in_process` (a new Python process per job, as
+there with :func:`~autograder.grading.grade.run_in_interpreter` (a new Python process per job, as
 locally: :func:`run_shipped`); the head writes the result and the files it reads afterwards
 (feedback, executed notebook, logs) under the job's own folder (:func:`unpack`).
 
@@ -126,7 +126,7 @@ def run_shipped(shipment: Shipment, run: Callable[[Job], JobResult]) -> Returned
 
     Args:
         shipment: The job and its inputs.
-        run: How to run a job (``grade.run_in_process``: a fresh Python process per job).
+        run: How to run a job (``grade.run_in_interpreter``: a new interpreter per job).
     """
     job = shipment.job
     with tempfile.TemporaryDirectory(prefix="racelab-job-") as tmp:

@@ -87,7 +87,59 @@ class Run:
     stderr: str = ""
 
 
-def run_cells(cells: list[dict], preload: list[str], limits: RunLimits, scratch: Path) -> Run:
+@dataclass
+class ReadyRunner:
+    """A runner started in its sandbox before its plan: the lesson's imports made, no cell yet.
+
+    Validate keeps one ready for the lesson last validated (:mod:`autograder.lab.verdict`),
+    so that a press does not wait for TensorFlow's import. It serves one run, never two.
+
+    Attributes:
+        process: The sandbox (bubblewrap) or the runner itself.
+        preload: The import statements it made.
+        limits: The limits it was started with (``tmp_mb`` and ``sandbox`` are fixed then).
+    """
+
+    process: subprocess.Popen
+    preload: tuple[str, ...]
+    limits: RunLimits
+
+    def fits(self, preload: list[str], limits: RunLimits) -> bool:
+        """Whether this runner can serve a run with ``preload`` and ``limits``: still waiting
+        for its plan, started with the same imports, the same ``/tmp`` and sandbox."""
+        return (self.process.poll() is None and self.preload == tuple(preload)
+                and (self.limits.tmp_mb, self.limits.sandbox) == (limits.tmp_mb, limits.sandbox))
+
+    def close(self) -> None:
+        """Stop the runner and its sandbox (one that served a run is stopped already)."""
+        _stop(self.process)
+
+
+def start_runner(preload: list[str], limits: RunLimits, scratch: Path) -> ReadyRunner:
+    """Start the runner in a fresh sandbox; it imports ``preload`` and waits for its plan.
+
+    Args:
+        preload: Import statements the runner executes before any student code.
+        limits: Its limits (``tmp_mb`` and ``sandbox`` apply now; the rest to its run).
+        scratch: A host folder for the sandbox's synthetic ``/etc`` (never writable inside);
+            it must last as long as the runner.
+    """
+    env = sandbox.runner_environment({})
+    if limits.sandbox:
+        argv = sandbox.runner_argv(env, sandbox.write_etc(scratch / "etc"),
+                                   tmp_mb=limits.tmp_mb)
+        child_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    else:
+        argv = sandbox.direct_argv()
+        child_env = {**os.environ, **env}
+    process = subprocess.Popen([*argv, *preload], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_env,
+                               start_new_session=True)
+    return ReadyRunner(process, tuple(preload), limits)
+
+
+def run_cells(cells: list[dict], preload: list[str], limits: RunLimits, scratch: Path,
+              ready: ReadyRunner | None = None) -> Run:
     """Run ``cells`` in a fresh sandboxed runner and return what it reported.
 
     Args:
@@ -98,20 +150,16 @@ def run_cells(cells: list[dict], preload: list[str], limits: RunLimits, scratch:
         preload: Import statements the runner executes before any student code.
         limits: Time, memory and process limits.
         scratch: A host folder for the sandbox's synthetic ``/etc`` (never writable inside).
+        ready: A runner started earlier for this run (:func:`start_runner`); used only if it
+            :meth:`~ReadyRunner.fits`, and stopped either way.
     """
     key = channel.new_key()
-    env = sandbox.runner_environment({})
-    if limits.sandbox:
-        argv = sandbox.runner_argv(env, sandbox.write_etc(scratch / "etc"),
-                                   tmp_mb=limits.tmp_mb)
-        child_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-    else:
-        argv = sandbox.direct_argv()
-        child_env = {**os.environ, **env}
+    if ready is not None and not ready.fits(preload, limits):
+        ready.close()
+        ready = None
+    process = (ready or start_runner(preload, limits, scratch)).process
     plan = json.dumps({"key": key.hex(), "cells": [for_runner(cell) for cell in cells],
                        "preload": preload}).encode()
-    process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, env=child_env, start_new_session=True)
     run = Run()
     events: queue.Queue = queue.Queue()
     tail = bytearray()

@@ -10,6 +10,7 @@ class's gradebook (see :mod:`autograder.grading.gradebook`) when asked to.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import json
@@ -18,8 +19,9 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 from concurrent.futures import Executor, ThreadPoolExecutor, as_completed
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -171,7 +173,8 @@ def _run_all(jobs: list[Job], workers: int, progress: bool,
     bar = tqdm(total=len(jobs), initial=len(jobs) - len(todo), unit="notebook",
                desc="grading", disable=not progress, file=sys.stderr)
     with _executor(workers, cluster) as pool:
-        futures = {pool.submit(run_in_process, job): job for job in todo}
+        run = run_in_process if cluster is None else run_in_interpreter
+        futures = {pool.submit(run, job): job for job in todo}
         for future in as_completed(futures):
             job = futures[future]
             result = future.result()
@@ -198,31 +201,165 @@ def _mark_finished(job: Job, result: JobResult) -> None:
 _JOB_MAIN = ("import sys; sys.modules.setdefault('rfc3987_syntax', None); "
              "from autograder.grading.job import main; sys.exit(main(sys.argv[1:]))")
 
+#: Seconds a job server may take to fork a job (it forks at once unless it is gone).
+FORK_WITHIN_S = 120
+#: Seconds a killed job may take to be reported ended.
+KILLED_WITHIN_S = 30
+
+
+class JobServerLost(RuntimeError):
+    """The job server ended before it reported the job's end."""
+
+
+@dataclass
+class _Forked:
+    """One job the server forked: its pid once forked, its exit code once ended."""
+
+    started: threading.Event = field(default_factory=threading.Event)
+    ended: threading.Event = field(default_factory=threading.Event)
+    pid: int | None = None
+    code: int | None = None
+
+
+class JobServer:
+    """A job server (:func:`autograder.grading.job.serve`): each job a fork of one process
+    that imported the grader once, instead of a new interpreter that imports it again.
+
+    A forked job is as fresh as a new interpreter: the server runs no job itself, only
+    imports; each fork has its own session, killed whole at the job's timeout.
+    """
+
+    def __init__(self) -> None:
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", _JOB_MAIN, "--serve"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, start_new_session=True)
+        self._lock = threading.Lock()
+        self._requests = 0
+        self._by_id: dict[int, _Forked] = {}
+        self._by_pid: dict[int, _Forked] = {}
+        self.lost = False
+        threading.Thread(target=self._read_replies, name="racelab-job-server",
+                         daemon=True).start()
+
+    def run(self, spec: Path, log: Path, timeout: float) -> int | None:
+        """Fork the job of ``spec`` (its output into ``log``) and wait for its end.
+
+        Returns:
+            Its exit code (negative: killed by that signal), or None when it ran over
+            ``timeout`` seconds and was killed.
+
+        Raises:
+            JobServerLost: the server ended first (the job, if forked, is killed).
+        """
+        forked = _Forked()
+        with self._lock:
+            if self.lost:
+                raise JobServerLost("the job server has ended")
+            self._requests += 1
+            self._by_id[self._requests] = forked
+            request = {"id": self._requests, "spec": str(spec), "log": str(log)}
+            try:
+                self._process.stdin.write(json.dumps(request).encode() + b"\n")
+                self._process.stdin.flush()
+            except OSError as exc:
+                self.lost = True
+                raise JobServerLost(f"the job server has ended ({exc})") from exc
+        if not forked.started.wait(FORK_WITHIN_S) or forked.pid is None:
+            raise JobServerLost("the job server did not fork the job")
+        if forked.ended.wait(timeout) and forked.code is not None:
+            return forked.code
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(forked.pid, signal.SIGKILL)
+        if not forked.ended.wait(KILLED_WITHIN_S) or forked.code is None:
+            raise JobServerLost("the job server ended while the job ran")
+        return None
+
+    def close(self) -> None:
+        """End the server (a job it forked still finishes)."""
+        with contextlib.suppress(OSError):
+            self._process.stdin.close()
+        self._process.wait()
+
+    def _read_replies(self) -> None:
+        for line in self._process.stdout:
+            reply = json.loads(line)
+            with self._lock:
+                if "id" in reply:
+                    forked = self._by_id.pop(reply["id"])
+                    forked.pid = reply["pid"]
+                    self._by_pid[forked.pid] = forked
+                    forked.started.set()
+                else:
+                    forked = self._by_pid.pop(reply["pid"])
+                    forked.code = reply["exit"]
+                    forked.ended.set()
+        with self._lock:
+            self.lost = True
+            for forked in [*self._by_id.values(), *self._by_pid.values()]:
+                forked.started.set()
+                forked.ended.set()
+
+
+_server: JobServer | None = None
+_server_lock = threading.Lock()
+
+
+def job_server() -> JobServer:
+    """This process's job server, started on first use (and again if it ended)."""
+    global _server  # noqa: PLW0603 - one server per grading process, shared by its runs
+    with _server_lock:
+        if _server is None or _server.lost:
+            _server = JobServer()
+        return _server
+
 
 def run_in_process(job: Job) -> JobResult:
-    """Run ``job`` in a fresh Python process, killing it (and its kernel) at the job timeout."""
+    """Run ``job`` in a fresh process (forked by :func:`job_server`; a new interpreter if the
+    server is gone), killing it (and its kernel) at the job timeout."""
+    return _run(job, forked=True)
+
+
+def run_in_interpreter(job: Job) -> JobResult:
+    """Run ``job`` in a new Python interpreter, killing it (and its kernel) at the job timeout:
+    what a cluster's worker does, where the job process names its job in its command line."""
+    return _run(job, forked=False)
+
+
+def _run(job: Job, *, forked: bool) -> JobResult:
     folder = JobFolder(Path(job.workdir))
     folder.workdir.parent.mkdir(parents=True, exist_ok=True)
     spec = folder.spec
     spec.write_text(job.to_json(), encoding="utf-8")
     log = folder.log
+    code: int | None
+    try:
+        if not forked:
+            raise JobServerLost("a new interpreter was asked for")
+        code = job_server().run(spec, log, job.limits.job_timeout_s)
+    except JobServerLost:
+        code = _run_interpreter(spec, log, job.limits.job_timeout_s)
+    if code is None:
+        return _failed(job, Status.TIMEOUT,
+                       f"grading this notebook took over {job.limits.job_timeout_s} s")
+    result_file = folder.result
+    if code != 0 or not result_file.exists():
+        return _failed(job, Status.KERNEL_DIED,
+                       f"the grader crashed on this notebook (exit {code}); see {log}")
+    return JobResult(**json.loads(result_file.read_text(encoding="utf-8")))
+
+
+def _run_interpreter(spec: Path, log: Path, timeout: float) -> int | None:
+    """Run the job of ``spec`` in a new interpreter; its exit code, or None at the timeout."""
     with log.open("wb") as handle:
         process = subprocess.Popen([sys.executable, "-c", _JOB_MAIN, str(spec)],
                                    stdout=handle, stderr=subprocess.STDOUT,
                                    start_new_session=True)
         try:
-            process.wait(timeout=job.limits.job_timeout_s)
+            return process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
-            return _failed(job, Status.TIMEOUT,
-                           f"grading this notebook took over {job.limits.job_timeout_s} s")
-    result_file = folder.result
-    if process.returncode != 0 or not result_file.exists():
-        return _failed(job, Status.KERNEL_DIED,
-                       f"the grader crashed on this notebook (exit {process.returncode}); "
-                       f"see {log}")
-    return JobResult(**json.loads(result_file.read_text(encoding="utf-8")))
+            return None
 
 
 def _failed(job: Job, status: Status, reason: str) -> JobResult:

@@ -13,15 +13,21 @@ cell), scores each test from the runner's signed report (:mod:`~autograder.gradi
 and only then writes the executed notebook, the gradebook and nbgrader's feedback in its own
 folder (:mod:`~autograder.grading.feedback`).
 
-Run as ``python -m autograder.grading.job JOB_JSON``.
+Run as ``python -m autograder.grading.job JOB_JSON``, or as forks of one job server
+(:func:`serve`: ``python -m autograder.grading.job --serve``), which imports the grader once
+and forks a fresh process per job instead of starting an interpreter for each.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import select
 import shutil
+import signal
 import sys
 import time
+import traceback
 from dataclasses import asdict
 from pathlib import Path
 
@@ -31,7 +37,7 @@ from autograder.course.course import COURSE_ID
 from autograder.grading import cells as graded_cells
 from autograder.grading import scoring, signatures
 from autograder.grading.cells import Structure
-from autograder.grading.execute import RunLimits, run_cells
+from autograder.grading.execute import ReadyRunner, RunLimits, run_cells
 from autograder.grading.feedback import executed_notebook, write_executed, write_feedback
 from autograder.grading.spec import Job, JobFolder, JobResult, Status, set_status
 
@@ -43,8 +49,14 @@ MAX_DEADLY_CELLS = 3
 JOB_MARGIN_S = 30
 
 
-def run_job(job: Job) -> JobResult:
-    """Grade one notebook; write ``result.json`` and ``feedback.html`` into ``job.workdir``."""
+def run_job(job: Job, ready: ReadyRunner | None = None) -> JobResult:
+    """Grade one notebook; write ``result.json`` and ``feedback.html`` into ``job.workdir``.
+
+    Args:
+        job: What to grade, where, under which limits.
+        ready: A runner started for this job before it came (Validate's): its first run, if
+            it fits (:meth:`~autograder.grading.execute.ReadyRunner.fits`); stopped either way.
+    """
     started = time.monotonic()
     workdir = Path(job.workdir)
     if workdir.exists():
@@ -58,6 +70,8 @@ def run_job(job: Job) -> JobResult:
     try:
         submitted = graded_cells.read_submission(Path(job.submission))
     except ValueError as exc:
+        if ready is not None:
+            ready.close()
         set_status(result, Status.INVALID_NOTEBOOK)
         result.detail = str(exc)
         result.notes.append(f"Your notebook could not be read: {exc}")
@@ -65,7 +79,7 @@ def run_job(job: Job) -> JobResult:
                         for gid, (_, pts) in structure.tests.items()}
         result.signatures = signatures.failure_signatures(result)
     else:
-        _grade(job, submitted, release, structure, result, workdir)
+        _grade(job, submitted, release, structure, result, workdir, ready)
     result.seconds = round(time.monotonic() - started, 2)
     final = JobFolder(workdir).result
     partial = final.with_suffix(".json.tmp")
@@ -75,7 +89,8 @@ def run_job(job: Job) -> JobResult:
 
 
 def _grade(job: Job, submitted: nbformat.NotebookNode, release: nbformat.NotebookNode,
-           structure: Structure, result: JobResult, workdir: Path) -> None:
+           structure: Structure, result: JobResult, workdir: Path,
+           ready: ReadyRunner | None) -> None:
     missing, duplicated = graded_cells.check_cells(submitted, release, structure, result)
     probes = graded_cells.environment_probes(submitted, structure)
     if probes:
@@ -97,7 +112,8 @@ def _grade(job: Job, submitted: nbformat.NotebookNode, release: nbformat.Noteboo
                            run_timeout_s=max(1.0, deadline - time.monotonic()),
                            memory_mb=job.limits.memory_mb, sandbox=job.limits.sandbox,
                            max_processes=job.limits.max_processes)
-        run = run_cells(plan.cells, graded_cells.preload(release), limits, workdir)
+        run = run_cells(plan.cells, graded_cells.preload(release), limits, workdir, ready)
+        ready = None
         result.peak_rss_mb = max(result.peak_rss_mb, round(run.peak_mb, 1))
         if run.stopped == "grader-error":
             scoring.fail_whole(result, structure, run)
@@ -173,11 +189,105 @@ def _job_course(job: Job, workdir: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: ``python -m autograder.grading.job JOB_JSON``."""
+    """Entry point: ``python -m autograder.grading.job JOB_JSON`` (or ``--serve``)."""
     args = sys.argv[1:] if argv is None else argv
+    if args == ["--serve"]:
+        serve()
+        return 0
     job = Job.from_json(Path(args[0]).read_text(encoding="utf-8"))
     run_job(job)
     return 0
+
+
+#: What a forked job would otherwise import on its first steps (the feedback's nbgrader and
+#: nbconvert above all): imported once by the server, before any job.
+SERVER_PRELOAD = ("nbgrader.api", "nbgrader.apps", "nbgrader.coursedir", "nbconvert",
+                  "traitlets.config")
+
+
+def serve() -> None:
+    """Fork one job process per request and report its pid and its exit; never returns.
+
+    Requests are lines on stdin, ``{"id": N, "spec": JOB_JSON_PATH, "log": LOG_PATH}``;
+    replies are lines on stdout, ``{"id": N, "pid": PID}`` as soon as the job process exists
+    and ``{"pid": PID, "exit": CODE}`` when it ends (a negative code: killed by that signal).
+    Each job process is a fork of this one, which runs no job itself: it starts as a fresh
+    interpreter would, with the grader already imported, in a session of its own (its starter
+    kills the whole group at the job's timeout), its output in ``LOG_PATH``. The server is
+    single-threaded, so a fork never inherits a lock another thread held. It exits when stdin
+    closes; a job still running then finishes on its own.
+    """
+    import importlib
+
+    for name in SERVER_PRELOAD:
+        importlib.import_module(name)
+    wakeup_read, wakeup_write = os.pipe()
+    os.set_blocking(wakeup_write, False)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.set_wakeup_fd(wakeup_write)
+    requests = sys.stdin.buffer.raw
+    pending = b""
+    while True:
+        ready, _, _ = select.select([requests, wakeup_read], [], [])
+        if wakeup_read in ready:
+            os.read(wakeup_read, 4096)
+        _report_exits()
+        if requests not in ready:
+            continue
+        chunk = os.read(requests.fileno(), 65536)
+        if not chunk:
+            os._exit(0)
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            request = json.loads(line)
+            pid = os.fork()
+            if pid == 0:
+                os.close(wakeup_read)
+                os.close(wakeup_write)
+                _forked_job(request["spec"], request["log"])
+            _reply({"id": request["id"], "pid": pid})
+
+
+def _reply(message: dict) -> None:
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def _report_exits() -> None:
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        _reply({"pid": pid, "exit": os.waitstatus_to_exitcode(status)})
+
+
+def _forked_job(spec: str, log: str) -> None:
+    """In a forked job process: run the job as ``main`` would, output in ``log``; never returns."""
+    os.setsid()
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    output = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(devnull, 0)
+    os.dup2(output, 1)
+    os.dup2(output, 2)
+    os.close(devnull)
+    os.close(output)
+    code = 1
+    try:
+        code = main([spec])
+    except SystemExit as stop:
+        code = stop.code if isinstance(stop.code, int) else 1
+    except BaseException:  # noqa: BLE001 - reported in the job's log, as an interpreter would
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
 
 
 if __name__ == "__main__":

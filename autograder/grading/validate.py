@@ -18,7 +18,8 @@ from pathlib import Path
 import nbformat
 
 from autograder.course.course import lesson_course
-from autograder.grading.cells import exercise_titles
+from autograder.grading.cells import exercise_titles, preload
+from autograder.grading.execute import ReadyRunner, RunLimits, start_runner
 from autograder.grading.feedback import error_text
 from autograder.grading.job import executed_path, run_job
 from autograder.grading.spec import Job, Limits, Status
@@ -117,13 +118,32 @@ class NotALesson(ValueError):
     """The notebook is not named after a lesson of the course (``NN_name.ipynb``)."""
 
 
-def grade_notebook(notebook: Path, solutions: Path, *, sandbox: bool = True) -> Verdict:
+def ready_runner(solutions: Path, lesson_name: str, scratch: Path, *,
+                 sandbox: bool = True) -> ReadyRunner:
+    """A runner for the next validation of ``lesson_name``, started now: its sandbox made and
+    the lesson's imports (TensorFlow's above all) done before the notebook comes.
+
+    Args:
+        solutions: The lesson sources.
+        lesson_name: The lesson, e.g. ``01_warmup``.
+        scratch: A folder that lasts as long as the runner (its sandbox's ``/etc``).
+        sandbox: As :func:`grade_notebook`'s.
+    """
+    course = lesson_course(solutions, lesson_name, scratch / "course")
+    release = nbformat.read(course.release_notebook(course.lessons[0]), as_version=4)
+    return start_runner(preload(release), RunLimits(sandbox=sandbox), scratch)
+
+
+def grade_notebook(notebook: Path, solutions: Path, *, sandbox: bool = True,
+                   ready: ReadyRunner | None = None) -> Verdict:
     """Grade ``notebook`` exactly as ``racelab validate`` does and return the verdict.
 
     Args:
         notebook: A lesson notebook, named after its lesson (``01_warmup.ipynb``).
         solutions: The lesson sources (``solutions/``), which hold the hidden tests.
         sandbox: Run the notebook in bubblewrap, as the grader does.
+        ready: A runner made ready for this lesson (:func:`ready_runner`); used for the first
+            run if it fits, stopped either way.
 
     Raises:
         NotALesson: No lesson source matches the notebook's name.
@@ -131,6 +151,8 @@ def grade_notebook(notebook: Path, solutions: Path, *, sandbox: bool = True) -> 
     """
     lesson_name = notebook.stem
     if not (solutions / f"{lesson_name}.py").exists():
+        if ready is not None:
+            ready.close()
         raise NotALesson(f"{notebook.name} is not a lesson of this course: Validate grades "
                          f"notebooks named after a lesson (no {lesson_name}.py in {solutions})")
     with tempfile.TemporaryDirectory(prefix="racelab-lab-validate-") as tmp:
@@ -141,7 +163,7 @@ def grade_notebook(notebook: Path, solutions: Path, *, sandbox: bool = True) -> 
                   str(course.release_notebook(lesson)), str(course.root),
                   str(Path(tmp) / "job"), Limits(sandbox=sandbox, job_timeout_s=VALIDATE_LIMIT_S),
                   feedback=False)
-        result = run_job(job)
+        result = run_job(job, ready)
         executed = executed_path(job, result.notebook)
         outputs = _test_outputs(executed)
     tests = []

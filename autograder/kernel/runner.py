@@ -1,11 +1,12 @@
 """Run one submitted notebook inside the grading sandbox and report each cell, signed.
 
-Started by :mod:`autograder.grading.execute` as ``python -m autograder.kernel.runner`` inside
-bubblewrap. Standard input carries the plan (JSON): the run's key, the cells to run in order
-(the student's cells, and each test cell as the gradebook holds it, hidden tests included) and
-the lesson's trusted imports. Standard output carries signed events
-(:mod:`autograder.kernel.channel`): ``ready``, then ``start`` and ``end`` for each cell, then
-``done``.
+Started by :mod:`autograder.grading.execute` as ``python -m autograder.kernel.runner
+[IMPORT ...]`` inside bubblewrap; a ready runner (Validate's) imports the lesson's trusted
+imports given as arguments while it waits for its plan. Standard input carries the plan
+(JSON): the run's key, the cells to run in order (the student's cells, and each test cell as
+the gradebook holds it, hidden tests included) and the lesson's trusted imports. Standard
+output carries signed events (:mod:`autograder.kernel.channel`): ``ready``, then ``start`` and
+``end`` for each cell, then ``done``.
 
 Before any student code runs, the runner imports the lesson's checks, compiles every cell,
 remembers the grader's names (:func:`~autograder.kernel.seal.integrity_check`), hides signal
@@ -132,18 +133,11 @@ def make_signature_reader():
 
 
 def main() -> None:  # noqa: PLR0915 - one straight sequence, kept together on purpose
-    """Read the plan, seal the grader, run every cell and report; never returns."""
-    raw = sys.stdin.buffer.read()
+    """Import the lesson's imports given as arguments (a runner made ready before the plan
+    arrives), read the plan, seal the grader, run every cell and report; never returns."""
     devnull = os.open(os.devnull, os.O_RDWR)
-    os.dup2(devnull, 0)
-    plan = json.loads(raw)
-    del raw
-    from autograder.kernel import channel
-
     channel_fd = os.dup(1)
     os.dup2(devnull, 1)
-    send = channel.make_sender(channel_fd, bytes.fromhex(plan.pop("key")))
-
     os.makedirs(WORKDIR, exist_ok=True)
     os.chdir(WORKDIR)
     # The notebook may import its own files, but never in place of a module the grader imports.
@@ -152,6 +146,15 @@ def main() -> None:  # noqa: PLR0915 - one straight sequence, kept together on p
 
     matplotlib.use("Agg")
     preload: dict = {}
+    for statement in sys.argv[1:]:
+        exec(compile(statement, "<grader imports>", "exec"), preload)  # noqa: S102
+    raw = sys.stdin.buffer.read()
+    os.dup2(devnull, 0)
+    plan = json.loads(raw)
+    del raw
+    from autograder.kernel import channel
+
+    send = channel.make_sender(channel_fd, bytes.fromhex(plan.pop("key")))
     for statement in plan["preload"]:
         exec(compile(statement, "<grader imports>", "exec"), preload)  # noqa: S102
     preload = {k: v for k, v in preload.items() if not k.startswith("__")}

@@ -13,7 +13,10 @@ the hidden tests fail. This extension serves the same two URLs instead (the lab 
 nbgrader's validate extension off) and answers with the grader's own verdict: it runs
 :mod:`autograder.lab.verdict` in a process of its own, which grades the saved notebook exactly as
 ``racelab validate`` does. A verdict that does not arrive within ``RaceLabValidate.timeout``
-seconds is reported as a failure, never as a pass.
+seconds is reported as a failure, never as a pass. After each press the extension starts the
+next verdict process for the same lesson (``RaceLabValidate.keep_ready``), whose sandboxed
+runner imports the lesson's libraries while the student reads the verdict; it serves one press
+and never holds student code before it.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextlib
 import html
 import json
 import os
@@ -55,6 +59,16 @@ class RaceLabValidate(LoggingConfigurable):
                   "whose own limit is 1200 s) before Validate reports a failure."
                   ).tag(config=True)
 
+    keep_ready = Bool(True, help="After each press, start the next verdict process for the "
+                      "same lesson (its sandbox made, TensorFlow imported, no student code): "
+                      "the next press of that lesson skips their 3-4 s. Costs one idle runner's "
+                      "memory (about 600 MB for a TensorFlow lesson).").tag(config=True)
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        #: The verdict process made ready for the next press, and its lesson.
+        self._ready: tuple[str, asyncio.subprocess.Process] | None = None
+
     @default("solutions")
     def _default_solutions(self) -> str:
         return str(REPO / "solutions")
@@ -63,24 +77,26 @@ class RaceLabValidate(LoggingConfigurable):
         """Grade ``notebook`` in a child process; returns nbgrader's validate response."""
         with tempfile.TemporaryDirectory(prefix="racelab-lab-") as tmp:
             out = Path(tmp) / "verdict.json"
-            argv = [sys.executable, "-m", "autograder.lab.verdict", str(notebook),
-                    "--solutions", self.solutions, "--out", str(out)]
-            if not self.sandbox:
-                argv.append("--no-sandbox")
-            env = {k: v for k, v in os.environ.items() if k not in _LAB_ONLY_ENV}
             self.log.info("Race Lab: validating %s with the grader", notebook)
-            process = await asyncio.create_subprocess_exec(
-                *argv, cwd=tmp, env=env, stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-                start_new_session=True)
+            process = await self._take_ready(notebook.stem)
+            request = None
+            if process is None:
+                process = await self._start([str(notebook), "--out", str(out)], cwd=tmp,
+                                            stdin=asyncio.subprocess.DEVNULL)
+            else:
+                request = json.dumps({"notebook": str(notebook), "out": str(out)}).encode()
             try:
-                log, _ = await asyncio.wait_for(process.communicate(), self.timeout)
+                log, _ = await asyncio.wait_for(process.communicate(request and request + b"\n"),
+                                                self.timeout)
             except TimeoutError:
                 os.killpg(process.pid, signal.SIGKILL)
                 await process.wait()
                 return _error(f"The grader did not reach a verdict within {self.timeout} s, "
                               "so this notebook would not pass. Look for a cell that never "
                               "finishes (a deadlock, an endless loop).")
+            finally:
+                if self.keep_ready:
+                    await self._make_ready(notebook.stem)
             text = out.read_text(encoding="utf-8") if out.exists() else ""
         if not text:
             tail = "\n".join(log.decode(errors="replace").strip().splitlines()[-15:])
@@ -93,6 +109,42 @@ class RaceLabValidate(LoggingConfigurable):
         self.log.info("Race Lab: %s: %s %g/%g", notebook.name, verdict.status, verdict.score,
                       verdict.max_score)
         return dialog_response(verdict)
+
+    async def _start(self, args: list[str], cwd: str, stdin: int) -> asyncio.subprocess.Process:
+        argv = [sys.executable, "-m", "autograder.lab.verdict", *args,
+                "--solutions", self.solutions, *([] if self.sandbox else ["--no-sandbox"])]
+        env = {k: v for k, v in os.environ.items() if k not in _LAB_ONLY_ENV}
+        return await asyncio.create_subprocess_exec(
+            *argv, cwd=cwd, env=env, stdin=stdin, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT, start_new_session=True)
+
+    async def _take_ready(self, lesson: str) -> asyncio.subprocess.Process | None:
+        """The verdict process made ready for ``lesson``, if it is still waiting; any other
+        ready process is ended."""
+        ready, self._ready = self._ready, None
+        if ready is None:
+            return None
+        ready_lesson, process = ready
+        if ready_lesson == lesson and process.returncode is None:
+            return process
+        await _end(process)
+        return None
+
+    async def _make_ready(self, lesson: str) -> None:
+        await _end(await self._take_ready(lesson))
+        if not (Path(self.solutions) / f"{lesson}.py").exists():
+            return
+        self._ready = (lesson, await self._start(["--ready", lesson], cwd=tempfile.gettempdir(),
+                                                 stdin=asyncio.subprocess.PIPE))
+
+
+async def _end(process: asyncio.subprocess.Process | None) -> None:
+    """End a ready verdict process that will not be used (its sandbox dies with it)."""
+    if process is None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    await process.wait()
 
 
 def _error(message: str) -> dict:

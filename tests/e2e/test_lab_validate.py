@@ -184,6 +184,47 @@ def test_validate_names_a_notebook_that_is_no_lesson_and_fails_closed_on_timeout
     assert "did not reach a verdict within 1 s" in answer["value"]
 
 
+@pytest.mark.slow
+def test_the_next_press_of_a_lesson_is_served_by_a_verdict_process_made_ready(tmp_path):
+    """After a press, the next verdict process for that lesson waits with its runner started;
+    it serves the next press with the verdict a cold press gives, and only one press."""
+    solutions = tmp_path / "solutions"
+    solutions.mkdir()
+    shutil.copy(TINY, solutions)
+    course = make_course(solutions, tmp_path / "course")
+    release = course.release_notebook(course.lessons[0])
+    notebooks = {}
+    for name, body in (("right", "    return a + b"), ("wrong", "    return a - b")):
+        notebook = nbformat.read(release, as_version=4)
+        for cell in notebook.cells:
+            if cell.metadata.get("nbgrader", {}).get("grade_id") == "ex_tiny_add":
+                cell.source = f"def add(a, b):\n{body}\n"
+        notebooks[name] = tmp_path / name / "99_tiny.ipynb"
+        notebooks[name].parent.mkdir()
+        nbformat.write(notebook, notebooks[name])
+
+    async def presses():
+        validate = RaceLabValidate(solutions=str(solutions))
+        cold = await validate.validate(notebooks["wrong"])
+        lesson, ready = validate._ready
+        assert lesson == "99_tiny" and ready.returncode is None
+        served = await validate.validate(notebooks["wrong"])
+        assert ready.returncode == 1, "the ready process graded the press (1: not passed)"
+        assert validate._ready[1] is not ready, "a new one waits for the next press"
+        right = await validate.validate(notebooks["right"])
+        last = validate._ready[1]
+        await validate._make_ready("Untitled")  # no lesson: nothing is kept ready
+        assert validate._ready is None and last.returncode is not None
+        unready = RaceLabValidate(solutions=str(solutions), keep_ready=False)
+        assert await unready.validate(notebooks["right"]) == right
+        assert unready._ready is None
+        return cold, served, right
+
+    cold, served, right = asyncio.run(presses())
+    assert served == cold and cold["success"] is True and cold["value"]["failed"]
+    assert right == {"success": True, "value": {}}
+
+
 def test_instructor_lab_creates_the_exchange_it_points_at(tmp_path):
     from autograder.lab.__main__ import main
 

@@ -7,7 +7,9 @@ while the others keep theirs.
 
 import csv
 import json
+import os
 import re
+import signal
 from pathlib import Path
 
 import nbformat
@@ -225,6 +227,42 @@ def test_rerun_grades_only_what_is_missing_or_changed(graded, monkeypatch):
     assert len(rows) == len(graded["rows"])
     with (graded["out"] / "grades.csv").open() as handle:
         assert len(list(csv.DictReader(handle))) == len(rows)
+
+
+def job_of(graded, student: str, out: Path, limits: Limits = LIMITS):
+    """The job that grades ``student``'s notebook of the graded class, planned into ``out``."""
+    jobs = grade_module.plan_jobs(graded["submitted"], graded["course"], out, limits)
+    return next(job for job in jobs if job.student == student)
+
+
+@pytest.mark.parametrize("student", ["good", "raises", "hostile"])
+def test_a_job_forked_by_the_job_server_grades_as_a_new_interpreter_does(graded, tmp_path,
+                                                                          student):
+    forked = grade_module.run_in_process(job_of(graded, student, tmp_path / "forked"))
+    new = grade_module.run_in_interpreter(job_of(graded, student, tmp_path / "new"))
+    assert (forked.status, forked.score, forked.cells, forked.notes) == (
+        new.status, new.score, new.cells, new.notes)
+    assert forked.status == graded["rows"][student].status
+
+
+def test_a_forked_job_over_its_time_is_killed_and_reported_ended(tmp_path):
+    """A job whose spec is a FIFO blocks opening it for good: the server's fork is killed at
+    the timeout, and nothing reads the FIFO afterwards."""
+    spec = tmp_path / "stuck.job.json"
+    os.mkfifo(spec)
+    assert grade_module.job_server().run(spec, tmp_path / "stuck.log", timeout=2) is None
+    with pytest.raises(OSError, match="No such device"):  # ENXIO: no reader left
+        os.close(os.open(spec, os.O_WRONLY | os.O_NONBLOCK))
+
+
+def test_jobs_run_in_a_new_interpreter_when_the_job_server_is_gone(graded, tmp_path):
+    server = grade_module.job_server()
+    os.kill(server._process.pid, signal.SIGKILL)
+    server._process.wait()
+    result = grade_module.run_in_process(job_of(graded, "good", tmp_path))
+    assert (result.status, result.score) == ("graded", 2)
+    assert grade_module.job_server() is not server
+    assert not grade_module.job_server().lost
 
 
 @pytest.mark.parametrize("course", [False, True], ids=["new-course", "with-course"])
