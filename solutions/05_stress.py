@@ -238,7 +238,10 @@ class PlainLedger:
     def totals(self):
         return self.requests, self.rows
 
+# %% [markdown]
+# Run the aligned test on it as many times as on the tensor ledger:
 
+# %%
 plain_failed = caught(aligned_test, PlainLedger, n)
 print(f"aligned test failed the plain ledger in {plain_failed} of {n} runs")
 claim("the aligned test never failed the plain Python ledger", plain_failed == 0)

@@ -309,7 +309,11 @@ def demonstrations(entries: list[dict], release: nbformat.NotebookNode) -> set[i
     cells' symbol tables, generously (every global name a cell or its functions may load
     counts as read, every global name it may assign as bound, and nothing a later cell binds
     stops an earlier binding from counting), so a cell is kept whenever it might matter; a
-    cell that cannot be parsed or imports ``*`` keeps every cell before it. The grader never
+    cell that cannot be parsed or imports ``*`` keeps every cell before it. One exception,
+    for the lesson's own cells only (test cells as the gradebook holds them, and code cells
+    unchanged from the release): a name such a cell assigns before it can read it
+    (:func:`_assigned_first`) is not read from earlier cells, so a test that starts with
+    ``m = ...`` does not keep every demonstration that also binds ``m``. The grader never
     runs these cells, so the lessons need no "fewer trials while grading" switch that an
     answer could read.
     """
@@ -320,14 +324,49 @@ def demonstrations(entries: list[dict], release: nbformat.NotebookNode) -> set[i
     for index in range(len(entries) - 1, -1, -1):
         entry = entries[index]
         names = _names(entry["source"])
-        if entry["kind"] == "code" and entry["source"] in lesson_cells and names is not None \
-                and not names[1] & read:
+        lesson_cell = entry["kind"] == "code" and entry["source"] in lesson_cells
+        if lesson_cell and names is not None and not names[1] & read:
             skipped.add(index)
             continue
-        read |= names[0] if names is not None else {"*"}
+        if names is None:
+            read.add("*")
+        elif lesson_cell or entry["kind"] == "test":
+            read |= names[0] - _assigned_first(entry["source"])
+        else:
+            read |= names[0]
     if "*" in read:
         return set()
     return skipped
+
+
+def _assigned_first(source: str) -> set[str]:
+    """Global names the cell assigns before anything in it can read them: the first top-level
+    statement that mentions the name is a plain assignment to it (``m = ...``, ``a, b = ...``)
+    whose value does not mention it."""
+    python = magics.to_python(source)
+    tree = ast.parse(python)
+    mentioned: set[str] = set()
+    first: set[str] = set()
+    for statement in tree.body:
+        names = {node.id for node in ast.walk(statement) if isinstance(node, ast.Name)}
+        if isinstance(statement, ast.Assign):
+            value = {node.id for node in ast.walk(statement.value) if isinstance(node, ast.Name)}
+            first |= {name for target in statement.targets for name in _plain_targets(target)
+                      if name not in mentioned and name not in value}
+        mentioned |= names
+    return first
+
+
+def _plain_targets(target: ast.expr) -> list[str]:
+    """The names an assignment target binds without reading anything (none for ``a.b`` or
+    ``a[i]``, which read ``a``)."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, ast.Starred):
+        return _plain_targets(target.value)
+    if isinstance(target, ast.Tuple | ast.List):
+        return [name for element in target.elts for name in _plain_targets(element)]
+    return []
 
 
 def _names(source: str) -> tuple[set[str], set[str]] | None:

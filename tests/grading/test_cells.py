@@ -108,3 +108,36 @@ def test_answers_that_read_facts_of_their_environment_are_flagged():
     honest = _notebook("import threading", "class Answer:\n    lock = threading.Lock()",
                        "check(Answer)", graded=graded)
     assert cells.environment_probes(honest, cells.structure(honest)) == []
+
+
+def test_a_lesson_cell_that_assigns_a_name_first_does_not_keep_demonstrations_binding_it():
+    sources = ["import lib", "m = lib.trials()\nprint(m)", "class Answer:\n    pass",
+               "m = lib.Model()\ncheck(Answer, m)"]
+    graded = {2: ("answer", "ex_a"), 3: ("test", "test_a")}
+    release = _notebook(*sources, graded=graded)
+    plan = cells.make_plan(release, {"test_a": sources[3]}, cells.structure(release), set(),
+                           release)
+    assert [c["source"] for c in plan.cells] == [sources[0], sources[2], sources[3]]
+
+
+def test_a_name_read_before_it_is_assigned_or_by_an_answer_keeps_the_demonstration():
+    graded = {2: ("answer", "ex_a"), 3: ("test", "test_a")}
+    for test in ("print(m)\nm = 1\ncheck(Answer, m)", "m = m + 1\ncheck(Answer, m)",
+                 "m.x = 1\nm = 2\ncheck(Answer)", "def f():\n    return m\nm = f()"):
+        sources = ["import lib", "m = lib.trials()", "class Answer:\n    pass", test]
+        release = _notebook(*sources, graded=graded)
+        plan = cells.make_plan(release, {"test_a": test}, cells.structure(release), set(),
+                               release)
+        assert len(plan.cells) == 4, test
+    answer_first = ["import lib", "m = lib.trials()", "m = 1\nclass Answer:\n    seen = m",
+                    "check(Answer)"]
+    release = _notebook(*answer_first, graded=graded)
+    plan = cells.make_plan(release, {"test_a": answer_first[3]}, cells.structure(release),
+                           set(), release)
+    assert len(plan.cells) == 4, "an answer's reads are counted generously"
+
+
+def test_assigned_first_sees_plain_targets_only():
+    assert cells._assigned_first("a, (b, *c) = f()\nd = a\nx.y = 1") == {"a", "b", "c", "d"}
+    assert cells._assigned_first("x = x + 1\ny[0] = 1\ny = 2") == set()
+    assert cells._assigned_first("import os\nz = os.getcwd()") == {"z"}
