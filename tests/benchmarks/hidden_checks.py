@@ -42,7 +42,8 @@ def hidden_outcomes(lesson_name: str, replaced: dict[str, str]) -> dict[str, str
         replaced: Answer grade_id -> the cell's source to run instead of the solution's.
 
     Returns:
-        Test grade_id -> :data:`PASSED`, or the first failure as ``"Error: message"``.
+        Test grade_id -> :data:`PASSED`, or the failure as ``"Error: message"``, for each
+        test cell up to the first that lost.
     """
     release = read_lesson(solution_lesson(lesson_name))
     submitted = copy.deepcopy(release)
@@ -70,7 +71,11 @@ def hidden_outcomes(lesson_name: str, replaced: dict[str, str]) -> dict[str, str
 
 
 def _run(plan: cells.Plan, scope: dict, faces: dict, outcomes: dict[str, str]) -> None:
-    """Run the plan's cells in ``scope``; record each test cell's outcome in ``outcomes``."""
+    """Run the plan's cells in ``scope`` up to the first lost test; record each test cell's
+    outcome in ``outcomes``.
+
+    A lost test already decides the verdict (killed): the cells after it are not run.
+    """
     for cell in plan.cells:
         try:
             exec(compile(magics.to_python(cell["source"]), cell["label"], "exec"), scope)
@@ -80,6 +85,7 @@ def _run(plan: cells.Plan, scope: dict, faces: dict, outcomes: dict[str, str]) -
         except BaseException as error:  # noqa: BLE001 - every failure is a lost test
             if cell["kind"] == "test":
                 outcomes[cell["grade_id"]] = f"{type(error).__name__}: {error}"[:300]
+                return
         else:
             if cell["kind"] == "test":
                 outcomes[cell["grade_id"]] = PASSED
