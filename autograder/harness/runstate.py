@@ -69,6 +69,7 @@ class _Thread:
         self.gate = tamper.allocate_lock()
         self.gate.acquire()
         self.ident: int | None = None
+        self.native_id: int | None = None  # the OS thread id, for its scheduling state
         self.status = _RUNNABLE
         self.wait: primitives.Wait | None = None
         self.blocked_on = ""

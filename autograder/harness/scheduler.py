@@ -19,6 +19,7 @@ run stops, :mod:`.runstate` what a run keeps about its threads and what it recor
 
 from __future__ import annotations
 
+import io
 import threading
 import time
 import types
@@ -37,6 +38,8 @@ NATIVE_STALL_S = 0.5
 _POLL_S = 0.001
 _WATCH_S = 0.02
 _ACTIVE_THREADS = threading._active  # ident -> Thread, filled in before a thread's run()
+_native_id = threading.get_native_id
+_open = io.open  # bound before the code under test can replace ``open``
 
 
 class Strategy(Protocol):
@@ -160,6 +163,8 @@ class Run(Tracing, Turns):
                 if cpu is not None and used is not None and used - cpu > 0.01 * (now - since):
                     last, since, cpu = (holder, self.step), now, used
                     continue
+                if _waiting_for_cpu(holder.native_id):
+                    continue  # starved by a busy machine, not blocked in native code
                 holder.native = True
                 try:
                     self._hand_over(holder, can_continue=False)
@@ -177,7 +182,7 @@ class Run(Tracing, Turns):
 
     # ------------------------------------------------------------------ worker threads
     def _worker_main(self, me: _Thread, checked_in: Any, exited: Any) -> None:
-        me.ident = tamper.get_ident()
+        me.ident, me.native_id = tamper.get_ident(), _native_id()
         checked_in.release()
         me.gate.acquire()
         try:
@@ -213,7 +218,7 @@ class Run(Tracing, Turns):
             parent, arrived = entry[1], entry[2]
             me = _Thread(len(self.threads), f"thread {len(self.threads)} "
                          f"(started by {parent.name})", spawned=True, thread=thread)
-            me.ident = tamper.get_ident()
+            me.ident, me.native_id = tamper.get_ident(), _native_id()
             me.global_trace = self._make_global_trace(me)
             me.parked = True
             self.threads.append(me)
@@ -263,6 +268,19 @@ def _nap() -> None:
     lock = tamper.allocate_lock()
     lock.acquire()
     lock.acquire(timeout=_POLL_S)
+
+
+def _waiting_for_cpu(native_id: int | None) -> bool:
+    """Is the OS thread ``native_id`` of this process runnable (state R), that is, ready to
+    run but not given a core? A thread blocked in native code sleeps (S or D) instead."""
+    if native_id is None:
+        return False
+    try:
+        with _open(f"/proc/self/task/{native_id}/stat", "rb") as stat:
+            fields = stat.read().rpartition(b")")[2].split()
+    except OSError:
+        return False
+    return bool(fields) and fields[0] == b"R"
 
 
 def _cpu_time(ident: int | None) -> float | None:
