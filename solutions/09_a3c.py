@@ -557,7 +557,9 @@ a3c.check_shared_network(make_shared_network)
 # thread has stopped). "Measure it" compares them. The grader uses gradients and weights on a
 # power-of-two grid, so every order of the same SGD updates gives the same weights, bit for
 # bit: it compares yours with `w0 - lr * (sum of every gradient)` exactly, and
-# `optimizer.iterations` with the number of pushes.
+# `optimizer.iterations` with the number of pushes. It runs real actor threads, then two
+# actors under the controlled scheduler, so a lock or a thread made on the first `push` (two
+# first pushes at once can each make one) fails too.
 
 # %% nbgrader={"grade": false, "grade_id": "ex_a3c_learner", "locked": false, "schema_version": 3, "solution": true, "task": false}
 class SharedLearner:
@@ -623,7 +625,7 @@ a3c.check_learner(SharedLearner)
 #   then 2, ...), or `None` once all `t_max` steps are taken (and on every call after that);
 # - `T` is the number of steps taken so far;
 # - `finish_episode(episode_return)` records a finished episode's return, and `returns` is
-#   the list of every return recorded.
+#   the list of every return recorded (all of them, however many, equal returns included).
 #
 # `T` and `returns` are properties in the cell below; plain attributes are fine too, if you
 # keep them right.
@@ -704,7 +706,8 @@ a3c.check_budget(StepBudget)
 # A learner updates the shared network while actors keep acting. Write `VersionedNetwork`:
 #
 # - `VersionedNetwork(model, optimizer)` wraps the network (built and warm) and its
-#   optimizer; the weights as given are version 0;
+#   optimizer; the weights as given are version 0 (the optimizer may already have applied a
+#   warm-up update, so `optimizer.iterations` is not the version: count your learns);
 # - `learn(grads)` applies one update with `optimizer.apply_gradients` and returns the new
 #   version (1 after the first `learn`, 2 after the second, ...);
 # - `act(states)` returns `(outputs, version)`: the network's outputs for `states` (what

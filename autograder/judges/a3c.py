@@ -28,12 +28,20 @@ LEARNER_THREADS = 4
 LEARNER_PUSHES = 25
 VARIABLES = 6
 ONE_THREAD_PUSHES = 2
+#: Then two actors pushing one gradient each under the controlled scheduler: the explored
+#: schedules (at most; the bounded search's then this many samples).
+LEARNER_SCHEDULES = 300
+LEARNER_SAMPLES = 20
 #: Exercise 3: the budget, the actors, and the explored schedules (at most; the bounded
 #: search's then this many samples).
 BUDGET_T_MAX = 3
 BUDGET_ACTORS = 2
 BUDGET_SCHEDULES = 400
 BUDGET_SAMPLES = 40
+#: Then one thread through a long budget, an episode finished after each step with return
+#: ``step % BUDGET_LONG_RETURNS``: every step once, every return kept, equal ones included.
+BUDGET_LONG_T_MAX = 250
+BUDGET_LONG_RETURNS = 7
 #: Exercise 4: stress trials, learns and actors; the explored learns, schedules and samples.
 VERSIONED_TRIALS = 4
 VERSIONED_LEARNS = 30
@@ -130,15 +138,33 @@ def check_learner(seen: dict) -> None:
         expect(field(trial, "closed", bool) is True, f"in trial {number} close() did not return")
         left = field(trial, "left", int)
         expect(left == 0, f"in trial {number} {left} thread(s) of the learner outlived close()")
+    for number, run in enumerate(explored(seen, LEARNER_SCHEDULES, LEARNER_SAMPLES), 1):
+        expect(field(run, "pushes", int) == 2 and field(run, "iterations", int) == 2,
+               f"in explored schedule {number} optimizer.iterations was not 2 after 2 pushes")
+        differences = items(run, "differences", float, at_least=VARIABLES, at_most=VARIABLES)
+        expect(not any(differences), f"in explored schedule {number} the weights differ from "
+                                     "the exact SGD sum")
+        pairs = _overlapping_pairs(items(run, "applies", list, at_least=0, at_most=100))
+        expect(pairs == 0, f"in explored schedule {number} two apply_gradients calls ran at "
+                           "the same time")
 
 
 def check_budget(seen: dict) -> None:
-    """take() 1, 2, None, T 2 and returns [1.5] on one thread; in every explored schedule steps
+    """take() 1, 2, None, T 2 and returns [1.5] on one thread, then every step and every return
+    of a long budget; in every explored schedule steps
     1 .. T_MAX handed out once each, every later take() None, T at T_MAX, every return kept."""
     one_thread = items(seen, "one_thread", (int, float, bool, _NONE, list), at_least=5,
                        at_most=5)
     expect(one_thread == [1, 2, None, 2, [1.5]],
            f"on one thread take(), take(), take(), T and returns gave {one_thread}")
+    long_steps = list(range(1, BUDGET_LONG_T_MAX + 1))
+    taken = items(seen, "long_taken", int, at_least=0, at_most=BUDGET_LONG_T_MAX + 1)
+    expect(taken == long_steps, f"on one thread StepBudget({BUDGET_LONG_T_MAX}) handed out "
+                                f"{len(taken)} steps, not steps 1 .. {BUDGET_LONG_T_MAX} once each")
+    returns = items(seen, "long_returns", float, at_least=0, at_most=BUDGET_LONG_T_MAX + 1)
+    expect(returns == sorted(float(n % BUDGET_LONG_RETURNS) for n in long_steps),
+           f"on one thread StepBudget({BUDGET_LONG_T_MAX}) kept {len(returns)} returns, not "
+           "every episode's return (equal ones included)")
     steps = list(range(1, BUDGET_T_MAX + 1))
     for number, run in enumerate(explored(seen, BUDGET_SCHEDULES, BUDGET_SAMPLES), 1):
         taken = items(run, "taken", int, at_least=0, at_most=1000)

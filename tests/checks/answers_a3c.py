@@ -12,6 +12,7 @@ thread, a ticket counter, a readers-writer lock, a snapshot read in NumPy).
 
 from __future__ import annotations
 
+import collections
 import itertools
 import queue
 import threading
@@ -213,8 +214,54 @@ class SummedLearner(HogwildLearner):
                                                strict=True))
 
 
+class LazyLockLearner(HogwildLearner):
+    """The lock is made on first use: two first pushes at once can each make their own."""
+
+    def __init__(self, model: Any, optimizer: Any) -> None:
+        super().__init__(model, optimizer)
+        self.lock: Any = None
+
+    def _guard(self) -> Any:
+        if self.lock is None:
+            self.lock = threading.Lock()
+        return self.lock
+
+    def push(self, grads: Any) -> None:
+        with self._guard():
+            self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables, strict=True))
+
+    def close(self) -> None:
+        with self._guard():
+            pass
+
+
+class LazyThreadLearner(HogwildLearner):
+    """The learner thread starts on the first push: two first pushes at once start two, and
+    close() stops only the one it kept."""
+
+    def __init__(self, model: Any, optimizer: Any) -> None:
+        super().__init__(model, optimizer)
+        self.queue: queue.Queue = queue.Queue()
+        self.thread: threading.Thread | None = None
+
+    def _learn(self) -> None:
+        while (grads := self.queue.get()) is not None:
+            self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables, strict=True))
+
+    def push(self, grads: Any) -> None:
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._learn, name="learner", daemon=True)
+            self.thread.start()
+        self.queue.put(grads)
+
+    def close(self) -> None:
+        if self.thread is not None:
+            self.queue.put(None)
+            self.thread.join()
+
+
 WRONG_LEARNERS = [HogwildLearner, AssignSubLearner, LockedAssignSubLearner, LockPerCallLearner,
-                  EarlyStopQueueLearner, SummedLearner]
+                  EarlyStopQueueLearner, SummedLearner, LazyLockLearner, LazyThreadLearner]
 
 
 class QueueLearner:
@@ -427,6 +474,33 @@ class TicketBudget:
         return self._issued
 
 
+class DequeReturnsBudget(ConditionBudget):
+    """Returns kept in a ``deque(maxlen=100)``: past 100 episodes the oldest are dropped."""
+
+    def __init__(self, t_max: int) -> None:
+        super().__init__(t_max)
+        self._returns = collections.deque(maxlen=100)  # type: ignore[assignment]
+
+
+class SetReturnsBudget(ConditionBudget):
+    """Returns kept in a ``set``: of two episodes with equal returns, one is kept."""
+
+    def __init__(self, t_max: int) -> None:
+        super().__init__(t_max)
+        self._kept: set[float] = set()
+
+    def finish_episode(self, episode_return: float) -> None:
+        with self._cond:
+            self._kept.add(episode_return)
+
+    @property
+    def returns(self) -> list[float]:
+        with self._cond:
+            return sorted(self._kept)
+
+
+WRONG_BUDGETS += [DequeReturnsBudget, SetReturnsBudget]
+
 CORRECT_BUDGETS = [ConditionBudget, TicketBudget]
 
 # --------------------------------------------------------------------------- VersionedNetwork
@@ -501,8 +575,49 @@ class ReadAfterUnlockVersioned(LearnerLockOnlyVersioned):
         return outputs, self.version
 
 
+class IterationsVersioned(UnlockedVersioned):
+    """The version read off ``optimizer.iterations``, which also counts updates the optimizer
+    applied before this network was made (its warm-up): one ahead from the start."""
+
+    def __init__(self, model: Any, optimizer: Any) -> None:
+        super().__init__(model, optimizer)
+        self.lock = threading.Lock()
+
+    def learn(self, grads: Any) -> int:
+        with self.lock:
+            self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables, strict=True))
+            return int(self.optimizer.iterations.numpy())
+
+    def act(self, states: Any) -> tuple[Any, int]:
+        with self.lock:
+            return self.model.predict_on_batch(states), int(self.optimizer.iterations.numpy())
+
+
+class LazyLockVersioned(UnlockedVersioned):
+    """The lock is made on first use: an act and a learn at once can each make their own."""
+
+    def __init__(self, model: Any, optimizer: Any) -> None:
+        super().__init__(model, optimizer)
+        self.lock: Any = None
+
+    def _guard(self) -> Any:
+        if self.lock is None:
+            self.lock = threading.Lock()
+        return self.lock
+
+    def learn(self, grads: Any) -> int:
+        with self._guard():
+            self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables, strict=True))
+            self.version += 1
+            return self.version
+
+    def act(self, states: Any) -> tuple[Any, int]:
+        with self._guard():
+            return self.model.predict_on_batch(states), self.version
+
+
 WRONG_VERSIONED = [UnlockedVersioned, LearnerLockOnlyVersioned, StampOutsideVersioned,
-                   ReadAfterUnlockVersioned]
+                   ReadAfterUnlockVersioned, IterationsVersioned, LazyLockVersioned]
 SLOW_WRONG_VERSIONED = [UnlockedCopyVersioned]
 
 
@@ -571,4 +686,27 @@ class NumpySnapshotVersioned:
         return [hidden @ k2 + b2, hidden @ k3 + b3], version
 
 
-CORRECT_VERSIONED = [ReadersWriterVersioned, NumpySnapshotVersioned]
+class IterationsSinceMadeVersioned:
+    """One lock; the version is ``optimizer.iterations`` less its value when the network was
+    made (every update goes through learn, under the lock)."""
+
+    def __init__(self, model: Any, optimizer: Any) -> None:
+        self.model, self.optimizer = model, optimizer
+        self.lock = threading.Lock()
+        self.base = int(optimizer.iterations.numpy())
+
+    def _version(self) -> int:
+        return int(self.optimizer.iterations.numpy()) - self.base
+
+    def learn(self, grads: Any) -> int:
+        with self.lock:
+            self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables, strict=True))
+            return self._version()
+
+    def act(self, states: Any) -> tuple[Any, int]:
+        with self.lock:
+            return self.model.predict_on_batch(states), self._version()
+
+
+CORRECT_VERSIONED = [ReadersWriterVersioned, NumpySnapshotVersioned,
+                     IterationsSinceMadeVersioned]

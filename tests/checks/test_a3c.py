@@ -14,7 +14,11 @@ machine):
   32-row batch or ``make_predict_function()`` alone) must trace at least once while the
   actors run, whatever the interleaving: the trace count fails it in the first trial, every
   time.
-- ``SharedLearner``: ``stress``, 4 trials of 4 actors pushing 25 grid gradients each, all
+- ``SharedLearner``: first ``explore`` (two actors push one gradient each, one closes; the
+  grader's ``apply_gradients`` and ``apply`` note when they start and end): a lock made on
+  first use (``LazyLockLearner``, two applies at once, schedule 189 whatever the seed) and a
+  learner thread started on the first push (``LazyThreadLearner``, a deadlock in schedule 9)
+  fail there; then ``stress``, 4 trials of 4 actors pushing 25 grid gradients each, all
   running before the first push. The weights are exact in every order of the same updates,
   so only lost or repeated ones show; ``optimizer.iterations`` must equal the pushes, and no
   two ``apply`` calls of the optimizer may run at the same time (the grader's optimizer notes
@@ -23,7 +27,9 @@ machine):
   ``apply_gradients`` and a lock made per call failed 60 of 60 single trials (51 by lost
   counts, 9 by overlap alone). ``assign_sub`` answers fail on one thread already
   (``iterations`` stays 0); an answer that sums the gradients fails there too.
-- ``StepBudget``: ``explore``, 2 actors sharing ``StepBudget(3)``: every schedule with at most
+- ``StepBudget``: one thread takes all of ``StepBudget(250)`` with many equal returns (a
+  ``deque(maxlen=100)`` or a ``set`` of returns loses some); then ``explore``, 2 actors
+  sharing ``StepBudget(3)``: every schedule with at most
   two departures from round-robin order, then 40 samples. Each wrong answer fails within 11
   schedules whatever the seed (each needs one preemption), so the verdict is the same on
   every run.

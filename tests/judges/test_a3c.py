@@ -68,6 +68,21 @@ def test_a_lost_update_or_two_applies_at_once_are_refused(observed):
         judge.check_learner(seen)
 
 
+def test_a_long_budget_that_drops_equal_or_old_returns_is_refused(observed):
+    seen = _seen(observed, "check_budget")
+    seen["long_returns"] = sorted(set(seen["long_returns"]))  # a set() of returns
+    with pytest.raises(Rejected, match="kept 7 returns"):
+        judge.check_budget(seen)
+    seen = _seen(observed, "check_budget")
+    seen["long_returns"] = seen["long_returns"][-100:]  # a deque(maxlen=100)
+    with pytest.raises(Rejected, match="kept 100 returns"):
+        judge.check_budget(seen)
+    seen = _seen(observed, "check_budget")
+    seen["long_taken"] = seen["long_taken"][:-1]
+    with pytest.raises(Rejected, match="handed out 249 steps"):
+        judge.check_budget(seen)
+
+
 def test_a_step_handed_out_twice_or_a_lost_step_is_refused(observed):
     seen = _seen(observed, "check_budget")
     seen["schedules"][17]["taken"] = [1, 1, 2]
@@ -119,7 +134,8 @@ def test_a_trial_without_its_decisive_observation_is_refused(observed):
 
 def test_the_judges_constants_are_the_checks_settings():
     for name in ("HIDDEN", "STATE_SIZE", "NETWORK_TRIALS", "NETWORK_THREADS", "NETWORK_CALLS",
-                 "LEARNER_TRIALS", "LEARNER_THREADS", "LEARNER_PUSHES", "BUDGET_T_MAX",
+                 "LEARNER_TRIALS", "LEARNER_THREADS", "LEARNER_PUSHES", "LEARNER_SCHEDULES",
+                 "LEARNER_SAMPLES", "BUDGET_T_MAX", "BUDGET_LONG_T_MAX", "BUDGET_LONG_RETURNS",
                  "BUDGET_ACTORS", "BUDGET_SCHEDULES", "BUDGET_SAMPLES", "VERSIONED_TRIALS",
                  "VERSIONED_LEARNS", "VERSIONED_ACTORS", "VERSIONED_EXPLORE_LEARNS",
                  "VERSIONED_SCHEDULES", "VERSIONED_SAMPLES"):

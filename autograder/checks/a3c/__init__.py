@@ -60,7 +60,7 @@ from autograder.checks.a3c.lab import (
     torn_reads,
     unbuilt_sequential,
 )
-from autograder.checks.a3c.learner import LearnerTrial, run_learner
+from autograder.checks.a3c.learner import LearnerTrial, run_learner, run_learner_explore
 from autograder.checks.a3c.model import (
     actor_critic,
     expected_after,
@@ -134,8 +134,8 @@ __all__ = [
     "torn_reads", "unbuilt_sequential",
     # the four exercises
     "TraceCount", "not_ready", "run_shared_network", "LearnerTrial", "run_learner",
-    "BudgetRun", "run_budget", "FIRST_WEIGHT", "VersionedTrial", "run_versioned_explore",
-    "run_versioned_stress",
+    "run_learner_explore", "BudgetRun", "run_budget", "FIRST_WEIGHT", "VersionedTrial",
+    "run_versioned_explore", "run_versioned_stress",
     # graders
     "check_budget", "check_learner", "check_shared_network", "check_versioned",
 ]

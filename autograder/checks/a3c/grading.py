@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from autograder.checks.a3c.budget import run_budget
-from autograder.checks.a3c.learner import learner_pool, run_learner
+from autograder.checks.a3c.learner import learner_pool, run_learner, run_learner_explore
 from autograder.checks.a3c.model import flat_outputs, grid_gradients, grid_weights, version_of
 from autograder.checks.a3c.network import run_shared_network
-from autograder.checks.a3c.settings import TIMEOUT_S
+from autograder.checks.a3c.settings import BUDGET_LONG_RETURNS, BUDGET_LONG_T_MAX, TIMEOUT_S
 from autograder.checks.a3c.versioned import (
+    _ITERATIONS_HINT,
     FIRST_WEIGHT,
+    WARM_UP_APPLIES,
     run_versioned_explore,
     run_versioned_stress,
     version_pool,
@@ -48,8 +51,10 @@ _LEARNER_HINTS = {
     "race": "only one apply_gradients may run at a time: hold one lock around it, or let one "
             "learner thread apply what the actors put on a queue (and make close() wait "
             "until the queue is empty).",
-    "deadlock": "a thread waits for a lock nobody will release, or close() waits for a "
-                "learner thread that never gets its stop signal.",
+    "deadlock": "expected close() to return with every thread the SharedLearner started "
+                "stopped, but a thread waits for a lock nobody will release, or for a stop "
+                "signal that never comes (a second learner thread, started by two first "
+                "pushes at once, that close() never stops?).",
     "error": "a push() raised while other actors were pushing.",
 }
 
@@ -86,12 +91,20 @@ def check_learner(learner_class: Callable[[Any, Any], Any], **kwargs: Any) -> No
             f"optimizer.iterations at {iterations} and the weights "
             f"{'as expected' if exact else 'not at w0 - lr * (g1 + g2)'}; expected 2 applies "
             "through optimizer.apply_gradients, each gradient once")
+    # The controlled scheduler first: it finds the races in the answer's own Python (a lock or
+    # a learner thread made on the first push) every time, and in a few seconds.
+    explore_kwargs = {k: v for k, v in kwargs.items() if k == "seed"}
+    schedules: list = []
+    explored = run_learner_explore(learner_class, observed=schedules, **explore_kwargs)
+    require(explored, exercise="SharedLearner", hints=_LEARNER_HINTS,
+            again=call_text("a3c.run_learner_explore", "SharedLearner", **explore_kwargs))
     trials: list = []
     result = run_learner(learner_class, observed=trials, **kwargs)
     require(result, exercise="SharedLearner", hints=_LEARNER_HINTS,
             again=call_text("a3c.run_learner", "SharedLearner", **kwargs))
     report({"one_thread": {"iterations": iterations, "largest_difference": largest},
-            "trials": trials, "trials_run": result.schedules_run})
+            "trials": trials, "trials_run": result.schedules_run,
+            **explored_report(explored, schedules)})
 
 
 _BUDGET_HINTS = {
@@ -101,6 +114,26 @@ _BUDGET_HINTS = {
     "deadlock": "a thread waits for a lock nobody will release (a Lock taken twice by the "
                 "same thread?).",
 }
+
+
+#: What :func:`_long_budget` must see: every step, and every return, equal ones included.
+_LONG_EXPECTED = (list(range(1, BUDGET_LONG_T_MAX + 1)),
+                  sorted(float(n % BUDGET_LONG_RETURNS) for n in range(1, BUDGET_LONG_T_MAX + 1)))
+
+
+def _long_budget(budget_class: Callable[[int], Any]) -> tuple[list, list]:
+    """One thread takes every step of ``StepBudget(BUDGET_LONG_T_MAX)``, finishing an episode
+    after each with return ``step % BUDGET_LONG_RETURNS`` (many equal returns): the steps
+    taken and the returns kept, sorted."""
+    budget = budget_class(BUDGET_LONG_T_MAX)
+    taken = []
+    for _ in range(BUDGET_LONG_T_MAX + 1):  # bounded: a budget that never says None
+        step = budget.take()
+        if step is None:
+            break
+        taken.append(step)
+        budget.finish_episode(float(plain(step, "take()", (int,)) % BUDGET_LONG_RETURNS))
+    return taken, sorted(budget.returns)
 
 
 def check_budget(budget_class: Callable[[int], Any], **kwargs: Any) -> None:
@@ -124,11 +157,24 @@ def check_budget(budget_class: Callable[[int], Any], **kwargs: Any) -> None:
             f"StepBudget: on one thread, {calls} gave take() = {got[0]!r}, {got[1]!r}, "
             f"{got[2]!r}, T = {got[3]!r} and returns = {got[4]!r}; expected 1, 2, None, T = 2 "
             "and returns = [1.5]")
+    long_run = plain(smoke("StepBudget", functools.partial(_long_budget, budget_class),
+                           timeout_s=TIMEOUT_S),
+                     f"StepBudget: on one thread, StepBudget({BUDGET_LONG_T_MAX})")
+    if long_run != _LONG_EXPECTED:
+        taken, returns = long_run
+        raise AssertionError(
+            f"StepBudget: on one thread, StepBudget({BUDGET_LONG_T_MAX}) handed out "
+            f"{len(taken)} steps and, after an episode finished with each step's number modulo "
+            f"{BUDGET_LONG_RETURNS} as its return, kept {len(returns)} returns; expected steps "
+            f"1 .. {BUDGET_LONG_T_MAX} and all {BUDGET_LONG_T_MAX} returns, equal ones "
+            "included: returns must hold every episode's return however many there are "
+            "(a set keeps one of equal returns, a deque with a maxlen drops the oldest)")
     schedules: list = []
     result = run_budget(budget_class, observed=schedules, **kwargs)
     require(result, exercise="StepBudget", hints=_BUDGET_HINTS,
             again=call_text("a3c.run_budget", "StepBudget", **kwargs))
-    report({"one_thread": [*got[:4], list(got[4])], **explored_report(result, schedules)})
+    report({"one_thread": [*got[:4], list(got[4])], "long_taken": long_run[0],
+            "long_returns": long_run[1], **explored_report(result, schedules)})
 
 
 _VERSIONED_HINTS = {
@@ -168,12 +214,15 @@ def check_versioned(network_class: Callable[[Any, Any], Any], **kwargs: Any) -> 
                 f"VersionedNetwork: on one thread, act() {when} reported version {version!r} "
                 f"with outputs of version "
                 f"{'(none)' if seen is None else int(seen - FIRST_WEIGHT)}; expected version "
-                f"{want} and its outputs")
+                f"{want} and its outputs"
+                + (_ITERATIONS_HINT if version == want + WARM_UP_APPLIES else ""))
         one_thread["acts"].append([int(version), *(float(v) for v in flat_outputs(result[0]))])
     one_thread["learned"] = int(plain(learned, "learn()", (int,)))
     if one_thread["learned"] != 1:
         raise AssertionError(f"VersionedNetwork: the first learn() returned {learned!r}; "
-                             "expected the new version, 1")
+                             "expected the new version, 1"
+                             + (_ITERATIONS_HINT if one_thread["learned"] == 1 + WARM_UP_APPLIES
+                                else ""))
     stress_kwargs = {k: v for k, v in kwargs.items() if k != "schedules"}
     explore_kwargs = {k: v for k, v in kwargs.items() if k in ("seed", "schedules")}
     trials: list = []

@@ -9,7 +9,9 @@ the number of pushes: an update lost, or applied twice, is a difference the chec
 
 Real threads (``stress``): :data:`LEARNER_THREADS` actors released together push
 :data:`LEARNER_PUSHES` gradients each, then ``close()`` is called once, with a deadline, and
-no thread the answer started may outlive it.
+no thread the answer started may outlive it. Controlled scheduler (``explore``,
+:func:`run_learner_explore`, run first): two actors push one gradient each and one closes,
+for races in the answer's own Python (a lock or a learner thread made on the first push).
 """
 
 from __future__ import annotations
@@ -27,7 +29,10 @@ import numpy as np
 from autograder.checks.a3c.model import actor_critic, expected_after, grid_gradients, grid_weights
 from autograder.checks.a3c.settings import (
     CLOSE_TIMEOUT_S,
+    LEARNER_DEVIATIONS,
     LEARNER_PUSHES,
+    LEARNER_SAMPLES,
+    LEARNER_SCHEDULES,
     LEARNER_THREADS,
     LEARNER_TRIALS,
     LEARNING_RATE,
@@ -37,7 +42,7 @@ from autograder.checks.a3c.settings import (
 )
 from autograder.checks.cache import memo
 from autograder.checks.kit import describe_error, within
-from autograder.harness import Result, stress
+from autograder.harness import Result, explore, stress
 
 #: The network's variables, as messages name them (``trainable_variables`` order).
 VARIABLE_NAMES = ("trunk kernel", "trunk bias", "policy kernel", "policy bias", "value kernel",
@@ -67,17 +72,28 @@ class LearnerPool:
         self.optimizer.apply_gradients(zip(zeros, self.model.trainable_variables, strict=True))
         self.model.predict_on_batch(np.zeros((1, self.model.input_shape[1]), "float32"))
         self.calls: list[tuple[int, float, float]] = []
-        original, calls, clock, ident = (self.optimizer.apply, self.calls, time.perf_counter,
-                                         threading.get_ident)
+        #: What ``apply`` reads the time with: ``perf_counter``, or a counter under ``explore``.
+        self.clock: list[Callable[[], float]] = [time.perf_counter]
+        self.depth = threading.local()
+        self.optimizer.apply = self.noted(self.optimizer.apply)
 
-        def apply(grads: Any, trainable_variables: Any = None) -> Any:
-            start = clock()
+    def noted(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        """``original`` noting each outermost call in :attr:`calls` (a call it makes to another
+        noted method, ``apply_gradients`` calling ``apply``, is part of it)."""
+        calls, clock, ident, depth = self.calls, self.clock, threading.get_ident, self.depth
+
+        def noted(*args: Any, **kwargs: Any) -> Any:
+            level = getattr(depth, "level", 0)
+            depth.level = level + 1
+            start = clock[0]()
             try:
-                return original(grads, trainable_variables)
+                return original(*args, **kwargs)
             finally:
-                calls.append((ident(), start, clock()))
+                depth.level = level
+                if not level:
+                    calls.append((ident(), start, clock[0]()))
 
-        self.optimizer.apply = apply
+        return noted
 
     def fresh(self, weights: list[np.ndarray]) -> tuple[Any, Any]:
         """The network at ``weights``, the optimizer at 0 iterations, no call noted."""
@@ -142,21 +158,25 @@ def _applies_seen(calls: list[tuple[int, float, float]]) -> list[list]:
             for thread, start, end in calls]
 
 
-def _check(trial: LearnerTrial, observed: list | None = None) -> None:
+def _check(trial: LearnerTrial, observed: list | None = None, *, closed: bool = False) -> None:
+    """Close the learner (unless a worker did: ``closed``) and judge what it applied."""
     calls = list(trial.calls)
     overlap = _overlapping(calls)
-    close = getattr(trial.learner, "close", None)
-    if not callable(close):
-        raise AssertionError("the SharedLearner has no close() method")
-    outcome = within(close, CLOSE_TIMEOUT_S, name="SharedLearner: close()")
-    if not outcome.finished:
-        raise AssertionError(f"close() did not return within {CLOSE_TIMEOUT_S:g} s after every "
-                             "push had returned: it waits for something that never comes (a "
-                             "learner thread that never gets its stop signal, a lock held "
-                             "by nobody)")
-    if outcome.error is not None:
-        raise AssertionError(f"close() raised {describe_error(outcome.error)}")
-    left = _left_running(trial.before)
+    if closed:
+        finished, left = True, []
+    else:
+        close = getattr(trial.learner, "close", None)
+        if not callable(close):
+            raise AssertionError("the SharedLearner has no close() method")
+        outcome = within(close, CLOSE_TIMEOUT_S, name="SharedLearner: close()")
+        if not outcome.finished:
+            raise AssertionError(f"close() did not return within {CLOSE_TIMEOUT_S:g} s after "
+                                 "every push had returned: it waits for something that never "
+                                 "comes (a learner thread that never gets its stop signal, a "
+                                 "lock held by nobody)")
+        if outcome.error is not None:
+            raise AssertionError(f"close() raised {describe_error(outcome.error)}")
+        finished, left = bool(outcome.finished), _left_running(trial.before)
     pushed = [g for mine in trial.gradients for g in mine]
     iterations = int(trial.optimizer.iterations.numpy())
     expected = expected_after(trial.start, pushed)
@@ -179,8 +199,9 @@ def _check(trial: LearnerTrial, observed: list | None = None) -> None:
     elif overlap is not None:
         problems.append(
             f"expected one apply_gradients at a time, but {overlap[1]} pair(s) of "
-            f"apply_gradients calls from different threads ran at the same time (the longest "
-            f"for {overlap[0]:.2f} ms). optimizer.iterations came out right in this run by "
+            f"apply_gradients calls from different threads ran at the same time"
+            f"{'' if closed else f' (the longest for {overlap[0]:.2f} ms)'}. "
+            "optimizer.iterations came out right in this run by "
             "luck: each apply counts with iterations.assign_add(1), a read and a separate "
             "write on a keras.Variable, and two at once can lose a count")
     if left:
@@ -194,7 +215,7 @@ def _check(trial: LearnerTrial, observed: list | None = None) -> None:
             "pushes": len(pushed), "iterations": iterations,
             "differences": [float(np.abs(g - e).max()) if g.size else 0.0
                             for g, e in zip(got, expected, strict=True)],
-            "applies": _applies_seen(calls), "closed": bool(outcome.finished),
+            "applies": _applies_seen(calls), "closed": finished,
             "left": len(left)})
 
 
@@ -250,3 +271,63 @@ def run_learner(learner_class: Callable[[Any, Any], Any], *, trials: int = LEARN
     return stress(setup, [actor(k) for k in range(threads)],
                   functools.partial(_check, observed=observed), trials=trials, seed=seed,
                   timeout_s=TIMEOUT_S)
+
+
+def run_learner_explore(learner_class: Callable[[Any, Any], Any], *, seed: int = SEED,
+                        schedules: int = LEARNER_SCHEDULES,
+                        observed: list | None = None) -> Result:
+    """Two actors push one gradient each at once, under ``explore``; then one closes.
+
+    The first actor makes the ``SharedLearner`` (so a thread it starts is scheduled too) and
+    pushes; the second pushes once it is made; the first calls ``close()`` once both pushes
+    returned. Keras calls run whole here, but the grader's ``apply_gradients`` and ``apply``
+    note when they start and end, so two applies at once show whatever Keras did: this finds
+    races in the answer's own Python (a lock made on first use by two threads at once, a
+    learner thread started on the first push by two pushes). Every schedule with at most
+    :data:`LEARNER_DEVIATIONS` departures from round-robin order runs, then
+    :data:`LEARNER_SAMPLES` samples. When ``observed`` is given, each schedule that passes
+    appends what :func:`run_learner` appends for a trial.
+    """
+    pool = learner_pool()
+    plans = itertools.count()
+
+    def setup() -> LearnerTrial:
+        plan = seed * 1000 + 500 + next(plans) % 7
+        start = grid_weights(pool.model, plan)
+        gradients = grid_gradients(pool.model, plan + 1, 2)
+        model, optimizer = pool.fresh(start)
+        trial = LearnerTrial(None, model, optimizer, start, [[gradients[0]], [gradients[1]]],
+                             calls=pool.calls)
+        trial.ready = (threading.Event(), threading.Event())
+        return trial
+
+    def first(trial: LearnerTrial) -> None:
+        made, pushed = trial.ready
+        try:
+            trial.learner = learner_class(trial.model, trial.optimizer)
+        finally:
+            made.set()
+        trial.learner.push(trial.gradients[0][0])
+        pushed.wait()
+        trial.learner.close()
+
+    def second(trial: LearnerTrial) -> None:
+        made, pushed = trial.ready
+        made.wait()
+        try:
+            if trial.learner is not None:
+                trial.learner.push(trial.gradients[1][0])
+        finally:
+            pushed.set()
+
+    optimizer = pool.optimizer
+    pool.clock[0] = itertools.count().__next__
+    optimizer.apply_gradients = pool.noted(type(optimizer).apply_gradients.__get__(optimizer))
+    try:
+        return explore(setup, [first, second],
+                       functools.partial(_check, observed=observed, closed=True), seed=seed,
+                       max_schedules=schedules, timeout_s=TIMEOUT_S, samples=LEARNER_SAMPLES,
+                       deviations=LEARNER_DEVIATIONS, glue=(first, second))
+    finally:
+        del optimizer.apply_gradients
+        pool.clock[0] = time.perf_counter

@@ -26,6 +26,10 @@ NETWORK_TRIALS = 3
 LEARNER_THREADS = 4
 LEARNER_PUSHES = 25
 LEARNER_TRIALS = 4
+#: Then under the controlled scheduler: two actors pushing one gradient each, one closing.
+LEARNER_SCHEDULES = 300
+LEARNER_SAMPLES = 20
+LEARNER_DEVIATIONS = 2
 #: How long close() may take, and how long a thread the answer started may outlive it.
 CLOSE_TIMEOUT_S = 20.0
 THREAD_EXIT_S = 2.0
@@ -36,6 +40,9 @@ BUDGET_ACTORS = 2
 BUDGET_SCHEDULES = 400
 BUDGET_SAMPLES = 40
 BUDGET_DEVIATIONS = 2
+#: And on one thread first: every step of a larger budget, episodes with many equal returns.
+BUDGET_LONG_T_MAX = 250
+BUDGET_LONG_RETURNS = 7
 
 # Exercise 4 (VersionedNetwork): one learner, actors acting while it learns.
 VERSIONED_LEARNS = 30

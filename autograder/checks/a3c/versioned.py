@@ -54,6 +54,11 @@ from autograder.checks.cache import memo
 from autograder.checks.plain import NotPlainData, plain
 from autograder.harness import Result, explore, stress
 
+#: ``optimizer.iterations`` when the answer gets the optimizer: the one zero-gradient apply
+#: that built and warmed it. Version 0 is the network as handed over, whatever the optimizer
+#: counted before.
+WARM_UP_APPLIES = 1
+
 #: The weights' value before the first learn (version 0): 1, not 0, so that every layer
 #: mixture reads as torn (with 0 a trunk at 0 hides the heads' version).
 FIRST_WEIGHT = 1.0
@@ -76,8 +81,11 @@ class VersionPool:
         self.model(self.probe)
 
     def fresh(self) -> tuple[Any, Any]:
+        """The network at version 0, its optimizer having applied :data:`WARM_UP_APPLIES`
+        updates already (the warm-up that builds it): ``optimizer.iterations`` counts the
+        optimizer's updates, not this network's versions."""
         set_version(self.model, FIRST_WEIGHT)
-        self.optimizer.iterations.assign(0)
+        self.optimizer.iterations.assign(WARM_UP_APPLIES)
         return self.model, self.optimizer
 
 
@@ -130,6 +138,12 @@ def _acts_seen(acts: list[list[tuple[float, int, list[float]]]]) -> list[list]:
     return runs
 
 
+#: Why a version one ahead is wrong: it was read off ``optimizer.iterations``.
+_ITERATIONS_HINT = (f" (optimizer.iterations counts every update the optimizer ever applied, "
+                    f"{WARM_UP_APPLIES} before this network was made here: count this "
+                    "network's learns yourself, from version 0 when it is made)")
+
+
 def _versioned_check(learns: int, observed: list | None = None
                      ) -> Callable[[VersionedTrial], None]:
     def check(trial: VersionedTrial) -> None:
@@ -137,7 +151,9 @@ def _versioned_check(learns: int, observed: list | None = None
         seen_acts: list[list[tuple[float, int, list[float]]]] = []
         if [v for v, _ in learned] != list(range(1, learns + 1)):
             raise AssertionError(f"expected learn() to return the new version, 1 .. {learns} "
-                                 f"in order, but it returned {[v for v, _ in learned][:8]}")
+                                 f"in order, but it returned {[v for v, _ in learned][:8]}"
+                                 + _ITERATIONS_HINT * (learned[:1] == [(1 + WARM_UP_APPLIES,
+                                                                        learned[0][1])]))
         for index, acts in enumerate(trial.acts):
             if not acts:
                 raise AssertionError(f"expected actor {index} to act, it never did")
