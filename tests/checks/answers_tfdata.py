@@ -241,10 +241,57 @@ def bernoulli_flip_augment(images, seed):
         lambda s: tf.random.stateless_binomial([], s, 1, 0.5) > 0)
 
 
+def same_seed_augment(images, seed):
+    """One element seed for both the brightness and the flip: flipped exactly when the shift
+    is negative (red team round 4, a1)."""
+    def one(index, image):
+        element_seed = tf.stack([tf.constant(seed, tf.int64), index])
+        image = tf.image.stateless_random_brightness(image, tfdata.MAX_DELTA, element_seed)
+        return tf.image.stateless_random_flip_left_right(image, element_seed)
+
+    return images.enumerate().map(one, num_parallel_calls=AUTOTUNE, deterministic=True)
+
+
+def truncated_normal_augment(images, seed):
+    """Shifts from a normal truncated to [-MAX_DELTA, MAX_DELTA], not uniform (round 4, a2)."""
+    return _seeded_augment(
+        images, seed,
+        lambda s: tf.random.stateless_truncated_normal([], s, stddev=tfdata.MAX_DELTA / 2),
+        lambda s: tf.random.stateless_uniform([], s) < 0.5)
+
+
+def seed_plus_index_augment(images, seed):
+    """Element seed ``seed + index``: seed 12's draws are seed 11's moved by one (round 4, a6)."""
+    def one(index, image):
+        element_seed = tf.stack([seed + index, tf.constant(0, tf.int64)])
+        image = tf.image.stateless_random_brightness(image, tfdata.MAX_DELTA, element_seed)
+        return tf.image.stateless_random_flip_left_right(image, element_seed + 1)
+
+    return images.enumerate().map(one, num_parallel_calls=AUTOTUNE, deterministic=True)
+
+
+def fold_in_augment(images, seed):
+    """Correct, unusual: a ``tf.random.Generator.from_seed`` key folded with the position
+    (``stateless_fold_in``), the flip and the shift from two different folds."""
+    key = tf.random.Generator.from_seed(seed).make_seeds(1)[:, 0]
+
+    def one(index, image):
+        element = tf.random.experimental.stateless_fold_in(key, index)
+        shift_seed = tf.random.experimental.stateless_fold_in(element, 0)
+        flip_seed = tf.random.experimental.stateless_fold_in(element, 1)
+        image = image + tf.random.stateless_uniform([], shift_seed, -tfdata.MAX_DELTA,
+                                                    tfdata.MAX_DELTA)
+        return tf.image.stateless_random_flip_left_right(image, flip_seed)
+
+    return images.enumerate().map(one, num_parallel_calls=AUTOTUNE, deterministic=True)
+
+
 WRONG_AUGMENTS = [stateful_augment, shared_generator_augment, one_seed_augment,
                   unordered_augment, brighter_only_augment, narrow_shift_augment,
-                  rare_flip_augment, fifth_flip_augment, forty_percent_flip_augment]
-CORRECT_AUGMENTS = [split_seed_augment, numpy_rng_augment, bernoulli_flip_augment]
+                  rare_flip_augment, fifth_flip_augment, forty_percent_flip_augment,
+                  same_seed_augment, truncated_normal_augment, seed_plus_index_augment]
+CORRECT_AUGMENTS = [split_seed_augment, numpy_rng_augment, bernoulli_flip_augment,
+                    fold_in_augment]
 
 
 # --------------------------------------------------------------------------- fast_pipeline
@@ -309,8 +356,24 @@ def options_deterministic_pipeline(read, transform, n):
             .with_options(options))
 
 
+def pairs_pipeline(read, transform, n):
+    """Reads in pairs with ``batch(2, drop_remainder=True)``: loses the last record when n is
+    odd (red team round 4, f9)."""
+    def read_pair(indices):
+        return np.stack([read(int(i)) for i in indices])
+
+    def load_pair(indices):
+        out = tf.numpy_function(read_pair, [indices], tf.float32)
+        out.set_shape((2, tfdata.WIDTH))
+        return out
+
+    return (tf.data.Dataset.range(n).batch(2, drop_remainder=True)
+            .map(load_pair, num_parallel_calls=AUTOTUNE).unbatch()
+            .map(_py(transform), num_parallel_calls=AUTOTUNE).prefetch(AUTOTUNE))
+
+
 WRONG_PIPELINES = [prefetch_only_pipeline, unordered_pipeline, python_loop_pipeline,
-                   unordered_transform_pipeline]
+                   unordered_transform_pipeline, pairs_pipeline]
 CORRECT_PIPELINES = [one_map_pipeline, interleave_pipeline, options_deterministic_pipeline]
 
 

@@ -14,7 +14,11 @@ How each check decides, and why its counts are enough:
 - ``augment``: one-thread properties (shape, shift range, input order, per-element and
   per-seed draws), the flip probability (3,000 images of one fixed seed, 1,350-1,650 flips
   accepted: exact binomial tails give a correct answer 3.8e-8 and a p = 0.4 or 0.6 answer
-  1.5e-8 of a false verdict, both checked below), then ``stress`` (2 trials) comparing
+  1.5e-8 of a false verdict, both checked below; the same band bounds, with the same error
+  rates, how many of those images were flipped exactly when their shift was negative (the flip
+  independent of the shift) and how many shifts lie within +-MAX_DELTA / 2 (the shift
+  uniform); seed 12's shifts must not be seed 11's moved by one position, as element seeds
+  ``seed + index`` give), then ``stress`` (2 trials) comparing
   concurrent iterations with the first run. Stateful random ops are drawn in a different order
   on every iteration of a parallel map, so the first trial already differs.
 - ``fast_pipeline``: order and values, at least two reads in flight (structural, so load on

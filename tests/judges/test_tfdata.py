@@ -100,11 +100,24 @@ def test_a_lost_count_in_one_schedule_or_serialized_reads_are_refused(observed):
         judge.check_served({**seen, "mapped_counts": [3, 0]})
 
 
+def test_a_flip_tied_to_the_shift_a_shift_not_uniform_or_seeds_one_position_apart_are_refused(
+        observed):
+    seen = observed["check_augment"]
+    with pytest.raises(Rejected, match="flipped exactly when their shift was negative"):
+        judge.check_augment({**seen, "flips_with_negative_shift": 3000})
+    with pytest.raises(Rejected, match="not uniform"):
+        judge.check_augment({**seen, "central_shifts": 2171})
+    first = seen["shifts"][0]
+    moved = [*first[1:], first[0] / 2]  # seed 12's image i has seed 11's image i + 1's shift
+    with pytest.raises(Rejected, match="moved by one position"):
+        judge.check_augment({**seen, "shifts": [first, moved]})
+
+
 def test_the_judges_constants_are_the_checks_settings():
     for name in ("LOADER_RECORDS", "ONE_THREAD_RUNS", "STRESS_TRIALS", "IMAGES", "MAX_DELTA",
                  "MIN_EACH_SIGN", "MIN_SPREAD", "FLIPS_WITHIN", "FAST_RECORDS",
                  "MIN_SHARE_OF_IDEAL", "SERVED_SCHEDULES", "OVERLAP_SCHEDULES",
-                 "SERVED_RECORDS"):
+                 "SERVED_RECORDS", "ORDER_RECORDS", "SHIFTED_MATCHES"):
         assert getattr(judge, name) == getattr(settings, name), name
     n, read = settings.FAST_RECORDS, tfdata.read_seconds
     assert judge.IDEAL_FLOOR_S == pytest.approx(read(0) + settings.TRANSFORM_S

@@ -22,6 +22,7 @@ from autograder.checks.tfdata.settings import (
     MIN_EACH_SIGN,
     MIN_SPREAD,
     SEED,
+    SHIFTED_MATCHES,
     STRESS_TRIALS,
     TIMEOUT_S,
 )
@@ -76,6 +77,16 @@ def count_flips(out: np.ndarray, originals: np.ndarray, what: str) -> int:
     Raises:
         AssertionError: when an image is neither its original nor its mirror plus one shift.
     """
+    return int(np.count_nonzero(flips_and_shifts(out, originals, what)[0]))
+
+
+def flips_and_shifts(out: np.ndarray, originals: np.ndarray,
+                     what: str) -> tuple[np.ndarray, np.ndarray]:
+    """Whether each of ``out`` is its original mirrored left to right, and its one shift.
+
+    Raises:
+        AssertionError: when an image is neither its original nor its mirror plus one shift.
+    """
     if out.shape != originals.shape:
         raise AssertionError(f"augment: expected {len(originals)} images shaped "
                              f"{originals.shape[1:]} from {what}, got an array shaped "
@@ -87,13 +98,16 @@ def count_flips(out: np.ndarray, originals: np.ndarray, what: str) -> int:
 
     as_is = one_shift(out - originals)
     mirrored = one_shift(out - originals[:, :, ::-1])
+    flipped = mirrored & ~as_is
+    shifts = np.where(flipped, (out - originals[:, :, ::-1]).mean(axis=(1, 2, 3)),
+                      (out - originals).mean(axis=(1, 2, 3)))
     neither = np.flatnonzero(~as_is & ~mirrored)
     if neither.size:
         raise AssertionError(
             f"augment: image {int(neither[0])} of {what} is not the input image (or its "
             f"left-right mirror) plus one brightness shift; expected exactly that "
             f"augmentation, in input order")
-    return int(np.count_nonzero(mirrored & ~as_is))
+    return flipped, shifts
 
 
 def flip_band_errors(draws: int = FLIP_DRAWS, within: tuple[int, int] = FLIPS_WITHIN,
@@ -122,12 +136,16 @@ def flip_band_errors(draws: int = FLIP_DRAWS, within: tuple[int, int] = FLIPS_WI
     return errors
 
 
-def _flip_share(augment: Callable[[Any, int], Any]) -> int:
+def _flip_share(augment: Callable[[Any, int], Any]) -> tuple[int, int, int]:
     """The flips of :data:`FLIP_DRAWS` images augmented with :data:`FLIP_SEED` are within
     :data:`FLIPS_WITHIN` (probability 1/2 each; see settings for the error bounds).
 
+    So are the images flipped exactly when their shift is negative, and the shifts within
+    +-MAX_DELTA / 2.
+
     Returns:
-        How many of them were flipped.
+        How many of them were flipped, flipped exactly when their shift was negative, and
+        shifted by less than MAX_DELTA / 2.
     """
     what = f"the {FLIP_DRAWS} images of augment(images, seed={FLIP_SEED})"
     try:
@@ -136,7 +154,8 @@ def _flip_share(augment: Callable[[Any, int], Any]) -> int:
         raise AssertionError(
             f"augment: on one thread, building and iterating {what} raised "
             f"{exception_line(error)}") from None
-    flips = count_flips(out, flip_image_array(), what)
+    flipped, shifts = flips_and_shifts(out, flip_image_array(), what)
+    flips = int(np.count_nonzero(flipped))
     low, high = FLIPS_WITHIN
     if not low <= flips <= high:
         raise AssertionError(
@@ -144,7 +163,24 @@ def _flip_share(augment: Callable[[Any, int], Any]) -> int:
             f"{what} were flipped ({flips / FLIP_DRAWS:.1%}; expected {low}-{high}, "
             f"{low / FLIP_DRAWS:.0%}-{high / FLIP_DRAWS:.0%}: a correct answer lands "
             f"outside with probability below 1e-7)")
-    return flips
+    # With the flip independent of the shift, and the shift uniform on [-MAX_DELTA,
+    # MAX_DELTA], each of these counts is Binomial(FLIP_DRAWS, 1/2) too: the same band, the
+    # same error bounds (settings).
+    agree = int(np.count_nonzero(flipped == (shifts < 0)))
+    if not low <= agree <= high:
+        raise AssertionError(
+            f"augment: expected the flip independent of the brightness shift, but of {what}, "
+            f"{agree} were flipped exactly when their shift was negative or unflipped exactly "
+            f"when it was not (expected {low}-{high} of {FLIP_DRAWS}, about half): draw the "
+            f"flip and the shift from different seeds (e.g. split the element's seed in two)")
+    central = int(np.count_nonzero(np.abs(shifts) < MAX_DELTA / 2))
+    if not low <= central <= high:
+        raise AssertionError(
+            f"augment: expected brightness shifts drawn uniformly from [-{MAX_DELTA}, "
+            f"{MAX_DELTA}], so half of them within +-{MAX_DELTA / 2}, but {central} of the "
+            f"{FLIP_DRAWS} shifts of {what} were (expected {low}-{high}): draw the shift from "
+            f"a uniform distribution, not a normal or truncated normal one")
+    return flips, agree, central
 
 
 def _collect(dataset: Any) -> np.ndarray:
@@ -179,11 +215,13 @@ def run_augment(augment: Callable[[Any, int], Any], *, trials: int = STRESS_TRIA
         raise AssertionError(
             "augment: seeds 11 and 12 gave the same images; expected the seed to choose the "
             "random shifts and flips.")
-    flips = _flip_share(augment)
+    _seeds_unrelated(shifts, more_shifts)
+    flips, agree, central = _flip_share(augment)
     if one_thread is not None:
         one_thread.update({
             "shifts": [shifts, more_shifts], "flipped": [flipped, more_flipped],
-            "seed_gap": float(np.max(np.abs(reference - other_seed))), "flips": flips})
+            "seed_gap": float(np.max(np.abs(reference - other_seed))), "flips": flips,
+            "flips_with_negative_shift": agree, "central_shifts": central})
 
     def setup() -> dict[str, Any]:
         return {"dataset": dataset, "seen": [None, None]}
@@ -212,6 +250,27 @@ def run_augment(augment: Callable[[Any, int], Any], *, trials: int = STRESS_TRIA
 
     return stress(setup, [worker(0), worker(1)], check, trials=trials, seed=SEED,
                   timeout_s=TIMEOUT_S)
+
+
+def _seeds_unrelated(shifts: list[float], more_shifts: list[float]) -> None:
+    """Seed 12's draws are not seed 11's moved by one position (an element seed ``seed +
+    index`` gives element i + 1 of seed 11 the draws of element i of seed 12).
+
+    Shifts are rounded to 4 decimals, so for a correct answer two shifts agree with
+    probability below 2e-4 / 0.4 = 5e-4; :data:`SHIFTED_MATCHES` agreements among the
+    ``IMAGES - 1`` pairs of either direction happen with probability below
+    2 * comb(15, 4) * (5e-4) ** 4 < 2e-10.
+    """
+    for ahead, behind, first in ((shifts, more_shifts, 11), (more_shifts, shifts, 12)):
+        same = sum(a == b for a, b in zip(ahead[1:], behind[:-1], strict=True))
+        if same >= SHIFTED_MATCHES:
+            raise AssertionError(
+                f"augment: expected the draws of seeds 11 and 12 unrelated, but seed "
+                f"{first}'s image i + 1 got the same brightness shift as seed {23 - first}'s "
+                f"image i for {same} of {len(shifts) - 1} positions: the seeds' random draws "
+                f"are copies of each other moved by one position, as with an "
+                f"element seed of seed + index. Combine the seed and the position into the "
+                f"element's seed as a pair (e.g. tf.stack([seed, index])), not as a sum")
 
 
 def _distribution_sane(shifts: list[float]) -> None:

@@ -22,6 +22,7 @@ from autograder.checks.tfdata.served import (
 from autograder.checks.tfdata.settings import (
     FAST_RECORDS,
     MIN_SHARE_OF_IDEAL,
+    ORDER_RECORDS,
     SERVED_RECORDS,
     WIDTH,
 )
@@ -66,15 +67,20 @@ def check_fast(fast_pipeline: Callable[..., Any]) -> None:
     """
     name = "fast_pipeline"
     try:
-        order = order_run(fast_pipeline)
+        order = order_run(fast_pipeline, ORDER_RECORDS)
     except Exception as error:  # noqa: BLE001 - the student's code, reported to the student
         raise AssertionError(
             f"{name}: building and iterating the pipeline raised "
             f"{exception_line(error)} (expected transform(read(i)) for i in "
-            f"range({FAST_RECORDS}))") from None
-    if order != list(range(FAST_RECORDS)):
+            f"range({ORDER_RECORDS}))") from None
+    if len(order) != ORDER_RECORDS:
         raise AssertionError(
-            f"{name}: expected transform(read(i)) for i = 0, 1, ..., {FAST_RECORDS - 1}, in "
+            f"{name}: expected transform(read(i)) for every i in range(n), but with "
+            f"n = {ORDER_RECORDS} the training loop got {len(order)} records ({order}): every "
+            f"record must come out, whatever n is (an odd n too).")
+    if order != list(range(ORDER_RECORDS)):
+        raise AssertionError(
+            f"{name}: expected transform(read(i)) for i = 0, 1, ..., {ORDER_RECORDS - 1}, in "
             f"that order, but when every odd record was read and transformed faster than the "
             f"even one before it, the training loop got records {order}. Training order must "
             f"not depend on which read or transform finishes first: keep every map "

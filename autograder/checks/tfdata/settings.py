@@ -21,6 +21,9 @@ MAX_DELTA = 0.2
 TRANSFORM_S = 0.010
 TRAIN_S = 0.015
 FAST_RECORDS = 8
+#: The order run's record count: odd, so a pipeline that reads records in pairs and drops
+#: the remainder (``batch(2, drop_remainder=True)`` ... ``unbatch()``) loses the last one.
+ORDER_RECORDS = FAST_RECORDS - 1
 #: The pipeline's speed-up over the naive loop must reach this share of the ideal speed-up.
 MIN_SHARE_OF_IDEAL = 0.3
 #: Threads of the private pool the grader gives an answer's dataset (exercises 2 and 3). tf.data
@@ -52,7 +55,16 @@ MIN_SPREAD = 0.5 * 2 * MAX_DELTA
 #: Each is below 1e-6. The seed is fixed, so an answer's verdict is the same in every run:
 #: these are the chances, over the choice of seed, that a correct answer fails every run or
 #: a p = 0.4 answer passes every run.
+#: The same band bounds two more Binomial(FLIP_DRAWS, 1/2) counts of those images, with the
+#: same error rates (augment._flip_share): the images flipped exactly when their shift is
+#: negative (the flip independent of the shift) and the shifts within +-MAX_DELTA / 2 (the
+#: shift uniform; a normal truncated at 2 standard deviations puts 72 % there). A correct
+#: answer fails one of the three with probability below 3 * 3.80e-8 = 1.2e-7.
 FLIP_DRAWS = 3000
+#: Agreements, among the IMAGES - 1 one-position-apart pairs of seed 11's and seed 12's shifts,
+#: from which the seeds count as copies of each other moved by one position
+#: (augment._seeds_unrelated).
+SHIFTED_MATCHES = 4
 FLIP_SEED = 13
 FLIPS_WITHIN = (1350, 1650)
 
