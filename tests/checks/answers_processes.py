@@ -797,10 +797,38 @@ def choose_by_counting(threads: Any, processes_: Any, memory_budget_mb: float) -
     return "processes" if wins > len(threads.per_second) // 2 else "threads"
 
 
+def choose_by_trimmed_mean(threads: Any, processes_: Any, memory_budget_mb: float) -> str:
+    """The mean of the paired ratios without the best and the worst round, not their median."""
+    if processes_.memory_mb > memory_budget_mb:
+        return "threads"
+    ratios = sorted(p / t for p, t in zip(processes_.per_second, threads.per_second,
+                                          strict=True))
+    middle = ratios[1:-1] if len(ratios) > 2 else ratios
+    return "processes" if sum(middle) / len(middle) >= 1.2 else "threads"
+
+
+def choose_on_sorted_rounds(threads: Any, processes_: Any, memory_budget_mb: float) -> str:
+    """Sorts each design's rounds before pairing them, so round i no longer meets round i."""
+    if processes_.memory_mb > memory_budget_mb:
+        return "threads"
+    ratios = [p / t for p, t in zip(sorted(processes_.per_second), sorted(threads.per_second),
+                                    strict=True)]
+    return "processes" if statistics.median(ratios) >= 1.2 else "threads"
+
+
+def choose_on_a_rounded_median(threads: Any, processes_: Any, memory_budget_mb: float) -> str:
+    """Rounds the median to 2 places first, so a median of 1.196 counts as 1.2."""
+    if processes_.memory_mb > memory_budget_mb:
+        return "threads"
+    ratios = [p / t for p, t in zip(processes_.per_second, threads.per_second, strict=True)]
+    return "processes" if round(statistics.median(ratios), 2) >= 1.2 else "threads"
+
+
 WRONG_CHOICES = [choose_by_mean, choose_ignoring_memory, choose_without_margin,
                  choose_by_unpaired_medians, choose_by_best_round, choose_by_best_ratio,
                  choose_strictly_above, choose_upper_middle, choose_lower_middle,
-                 choose_by_counting]
+                 choose_by_counting, choose_by_trimmed_mean, choose_on_sorted_rounds,
+                 choose_on_a_rounded_median]
 #: Wrong choices whose mistake only plain data shows: no ``!=`` on what they return can tell
 #: (so no named case catches them), only its plain value.
 LYING_CHOICES = lying(choose_any_design)

@@ -65,6 +65,15 @@ _EDGES = [
     ("processes 1.5x faster in every round but the one with the most requests per second",
      DesignRun((100.0, 100.0, 300.0, 100.0, 100.0), 700.0),
      DesignRun((150.0, 150.0, 310.0, 150.0, 150.0), 1500.0), 4000.0),
+    ("ratios 1.0, 1.0, 1.21, 1.3, 1.3: the median is 1.21, the mean without the best and "
+     "the worst round 1.17",
+     DesignRun((100.0, 100.0, 100.0, 100.0, 100.0), 700.0),
+     DesignRun((100.0, 130.0, 121.0, 100.0, 130.0), 1500.0), 4000.0),
+    ("processes 1.196x faster in every round (a median under 1.2, however close)",
+     DesignRun((100.0, 200.0, 50.0), 700.0), DesignRun((119.6, 239.2, 59.8), 1500.0), 4000.0),
+    ("rounds whose paired ratios are 3.9, 0.65 and 0.87 (median 0.87; sorting each design's "
+     "rounds apart would pair them 1.3, 1.3, 1.3)",
+     DesignRun((100.0, 200.0, 300.0), 700.0), DesignRun((390.0, 130.0, 260.0), 1500.0), 4000.0),
 ]
 
 
