@@ -299,7 +299,8 @@ mlp_block.unlink()
 #   each running `target(block_name, shapes, requests, answers)`;
 # - `predict(tokens)` returns the output for `tokens` (a tuple of 4 floats); many threads call
 #   it at once, and workers may answer in any order (`process_workers.serve` does, on purpose),
-#   even before the thread that asked is ready for the answer;
+#   even before the thread that asked is ready for the answer; two calls with the same tokens
+#   are two requests, and each caller gets its own answer;
 # - `close()` stops and joins every worker, joins every thread the pool started (a thread
 #   that collects answers, say), and closes *and unlinks* the block, so that no process, no
 #   thread and no segment in `/dev/shm` is left when it returns.
@@ -310,7 +311,8 @@ mlp_block.unlink()
 # bookkeeping (request ids, waiting callers, the answers) under the controlled scheduler of
 # lesson 00, with the worker processes replaced by stand-ins in the notebook's process: every
 # interleaving of two callers with one preemption, so a check-then-act between threads fails
-# every time, not once in a thousand runs. On those stand-ins it also closes your pool while it
+# every time, not once in a thousand runs; once more with both callers sending the same
+# tokens. On those stand-ins it also closes your pool while it
 # holds the pool's own thread at the queue until `close()` joins it: a `close()` that returns
 # without that join (or sleeps instead) is seen every time.
 

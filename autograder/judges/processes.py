@@ -53,13 +53,14 @@ EXPECTED_OUTPUTS = (
     (-1.1174221937970663, 3.0586139660304745, 2.71575767879607, 3.0170210289154795),
 )
 #: The bookkeeping explored: two clients, the most schedules and the seeded samples after the
-#: bound, each exploration's workers (eager, then gathering), and what a stub worker answers
-#: client ``k``, whose request's first token is ``k + 1`` (``bookkeeping.stub_output``), with
-#: ``np.allclose``'s default tolerance, as the check.
+#: bound, each exploration's workers and tokens (eager, then gathering, then eager with every
+#: client sending client 0's tokens), and what a stub worker answers client ``k``, whose
+#: request's first token is ``k + 1`` (``bookkeeping.stub_output``), with ``np.allclose``'s
+#: default tolerance, as the check.
 BOOKKEEPING_CLIENTS = 2
 BOOKKEEPING_SCHEDULES = 3000
 BOOKKEEPING_SAMPLES = 20
-EXPLORATIONS = [True, False]
+EXPLORATIONS = [[True, False], [False, False], [True, True]]
 STUB_RTOL = 1e-5
 STUB_ATOL = 1e-8
 #: Exercise 2: the ledger's workers and the totals its accounts hold after 3 x 3,000 updates,
@@ -147,17 +148,21 @@ def check_pool(seen: dict) -> None:
     left = items(seen, "leftovers", int, at_least=2, at_most=2)
     expect(left == [0, 0], f"{left[0]} processes and {left[1]} segments were left")
     explorations = items(seen, "bookkeeping", dict, at_least=0, at_most=len(EXPLORATIONS))
-    eager = [field(run, "eager", bool) for run in explorations]
-    expect(eager in ([], EXPLORATIONS),
-           f"the bookkeeping was explored with eager workers {eager}, not {EXPLORATIONS}")
-    wanted = [v for client in range(BOOKKEEPING_CLIENTS) for v in _stub_output(client)]
+    kinds = [[field(run, "eager", bool), field(run, "same_tokens", bool)]
+             for run in explorations]
+    expect(kinds in ([], EXPLORATIONS),
+           f"the bookkeeping was explored as {kinds} (eager workers, same tokens), not "
+           f"{EXPLORATIONS}")
     for run in explorations:
-        workers_were = "eager" if run["eager"] else "gathering"
+        wanted = [v for client in range(BOOKKEEPING_CLIENTS)
+                  for v in _stub_output(0 if run["same_tokens"] else client)]
+        workers_were = ("eager" if run["eager"] else "gathering") + " workers" + (
+            " and every client sending the same tokens" if run["same_tokens"] else "")
         for number, answers in enumerate(_explored(run), 1):
             got = items({"answers": answers}, "answers", float, at_least=0,
                         at_most=len(wanted))
             expect(_close(got, wanted, STUB_RTOL, STUB_ATOL),
-                   f"schedule {number} with {workers_were} workers: the clients got {got}, not "
+                   f"schedule {number} with {workers_were}: the clients got {got}, not "
                    f"their own answers {wanted}")
     _closed_after_its_threads(seen, explored=bool(explorations))
 

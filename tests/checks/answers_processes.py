@@ -269,6 +269,20 @@ class RegisterAfterPutPool(_Bookkept):
         return self._wait(done, box)
 
 
+class TokensIdPool(_Bookkept):
+    """Keys each caller by its tokens (``request_id = tuple(tokens)``): two callers asking
+    about the same tokens at once share one key, so one of them is answered twice and the
+    other never."""
+
+    def predict(self, tokens: Any) -> Any:
+        done, box = threading.Event(), []
+        request_id = tuple(int(t) for t in np.asarray(tokens).reshape(-1))
+        with self.lock:
+            self.waiting[request_id] = (done, box)
+        self.requests.put((request_id, tokens))
+        return self._wait(done, box)
+
+
 class ParkedAnswerPool(_Bookkept):
     """An answer for a caller not registered yet is parked; a caller first looks for a parked
     answer, then registers. Check-then-act across two threads: the caller finds nothing
@@ -332,7 +346,7 @@ WRONG_POOLS = [ArrivalOrderPool, *lying(ReadLaterPool)]
 #: callers' threads and the collector: right on real processes in nearly every run, caught
 #: every run by the explored schedules with the processes stubbed.
 RACY_BOOKKEEPING_POOLS = [UnlockedIdPool, FirstFreeIdPool, RegisterAfterPutPool,
-                          ParkedAnswerPool]
+                          ParkedAnswerPool, TokensIdPool]
 #: Pools whose close() returns before the collector thread it started has ended: on real
 #: processes the collector usually ends within microseconds of close(); caught every run on
 #: stub workers, the collector held until close() joins it.

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from autograder.checks import process_workers, processes
+from autograder.checks.processes import bookkeeping
 from autograder.checks.processes.model import _graded_requests
 from autograder.judges import Malformed, Rejected
 from autograder.judges import processes as judge
@@ -38,7 +39,8 @@ def _refused(check: str, seen: dict, match: str) -> None:
 def test_the_judge_accepts_what_the_solutions_observe(observed):
     for check in CHECKS:
         getattr(judge, check)(observed[check])
-    assert [run["eager"] for run in observed["check_pool"]["bookkeeping"]] == [True, False]
+    assert [[run["eager"], run["same_tokens"]] for run in observed["check_pool"]["bookkeeping"]
+            ] == [[True, False], [False, False], [True, True]]
 
 
 def test_a_pool_graded_on_real_processes_only_is_accepted_without_explorations():
@@ -80,7 +82,11 @@ def test_a_client_given_another_clients_answer_in_one_schedule_is_refused(observ
     _refused("check_pool", seen, "not the graded")
     _refused("check_pool", {**observed["check_pool"],
                             "bookkeeping": observed["check_pool"]["bookkeeping"][:1]},
-             "eager workers")
+             "eager workers, same tokens")
+    seen = copy.deepcopy(observed["check_pool"])
+    run = seen["bookkeeping"][2]  # every client sent client 0's tokens: both get its answer
+    run["schedules"][0] = [*run["schedules"][0][:4], *judge._stub_output(1)]
+    _refused("check_pool", seen, "the same tokens: the clients got")
 
 
 def test_lost_updates_or_a_stopped_worker_of_the_ledger_are_refused(observed):
@@ -115,6 +121,7 @@ def test_the_judges_constants_are_the_checks_settings():
     assert judge.BOOKKEEPING_CLIENTS == processes.BOOKKEEPING_CLIENTS
     assert judge.BOOKKEEPING_SCHEDULES == processes.BOOKKEEPING_SCHEDULES
     assert judge.BOOKKEEPING_SAMPLES == processes.BOOKKEEPING_SAMPLES
+    assert judge.EXPLORATIONS == [list(kind) for kind in bookkeeping.EXPLORATIONS]
     assert [judge._stub_output(k) for k in range(judge.BOOKKEEPING_CLIENTS)] == [
         list(processes.stub_output((k + 1, 0, k + 1))) for k in range(2)]
     assert judge.LEDGER_WORKERS == processes.LEDGER_WORKERS

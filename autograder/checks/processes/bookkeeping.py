@@ -561,14 +561,20 @@ class _PoolRun:
     ready: threading.Event = field(default_factory=threading.Event)
     done: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(0))
     got: dict[int, Any] = field(default_factory=dict)
+    same_tokens: bool = False
 
 
 def _tokens(client: int) -> tuple[int, ...]:
     return (client + 1, 0, client + 1)
 
 
+def _request_of(run: _PoolRun, client: int) -> tuple[int, ...]:
+    """The tokens ``client`` sends: its own, or client 0's when every client sends the same."""
+    return _tokens(0 if run.same_tokens else client)
+
+
 def _ask(run: _PoolRun, client: int) -> None:
-    run.got[client] = run.pool.predict(_tokens(client))
+    run.got[client] = run.pool.predict(_request_of(run, client))
 
 
 def _first_client(run: _PoolRun) -> None:
@@ -598,7 +604,7 @@ def _other_client(client: int) -> Callable[[_PoolRun], None]:
 
 
 _CLIENTS = [_first_client] + [_other_client(k) for k in range(1, BOOKKEEPING_CLIENTS)]
-_GLUE = (*_CLIENTS, _ask, _tokens, stub_output, _is_request, _refuse, _Kill.__init__,
+_GLUE = (*_CLIENTS, _ask, _tokens, _request_of, stub_output, _is_request, _refuse, _Kill.__init__,
          _queue_get, _cut, _join, _hold,
          _Stubs.end, StubModule.__getattr__,
          *(vars(StubQueue)[name] for name in (
@@ -621,7 +627,7 @@ def _check(run: _PoolRun, answers: list | None = None) -> None:
     got_all: list[float] = []
     try:
         for client in range(BOOKKEEPING_CLIENTS):
-            want = stub_output(_tokens(client))
+            want = stub_output(_request_of(run, client))
             if client not in run.got:
                 raise AssertionError(f"predict() in client {client} never returned")
             try:
@@ -635,13 +641,19 @@ def _check(run: _PoolRun, answers: list | None = None) -> None:
                 whose = (f"the answer to client {owner}'s request" if owner is not None
                          else "no request's answer")
                 raise AssertionError(
-                    f"predict({_tokens(client)}) in client {client} returned "
+                    f"predict({_request_of(run, client)}) in client {client} returned "
                     f"{tuple(got.tolist())}, {whose}; expected {want}")
             got_all.extend(float(v) for v in got.astype(np.float64))
     finally:
         run.stubs.end()
     if answers is not None:
         answers.append(got_all)
+
+
+#: The explorations, in order: (eager workers, every client sends the same tokens). Two
+#: requests with the same tokens are two requests: a pool that keys its callers by the tokens
+#: (``request_id = tuple(tokens)``) answers one caller twice and the other never.
+EXPLORATIONS = ((True, False), (False, False), (True, True))
 
 
 def explore_pool(pool_class: Callable[..., Any], *, seed: int = BOOKKEEPING_SEED,
@@ -651,12 +663,13 @@ def explore_pool(pool_class: Callable[..., Any], *, seed: int = BOOKKEEPING_SEED
 
     The first client makes the pool (with one stub worker) and closes it once both clients'
     ``predict`` returned. The check: each client got the answer to its own request. Both ways
-    of answering are explored, eager then gathering (see the module's docstring).
+    of answering are explored, eager then gathering (see the module's docstring), then eager
+    again with both clients sending the same tokens (:data:`EXPLORATIONS`).
 
     When ``observed`` is given, each exploration appends what it saw (for the judge):
-    whether its workers were eager, what the clients got in each schedule (see
-    :func:`_check`), how many schedules ran, whether they covered every schedule, and how
-    many the bounded search ran.
+    whether its workers were eager and its clients sent the same tokens, what the clients
+    got in each schedule (see :func:`_check`), how many schedules ran, whether they covered
+    every schedule, and how many the bounded search ran.
 
     Returns:
         The first failing :class:`~autograder.harness.Result`, else the gathering one's; None
@@ -666,20 +679,22 @@ def explore_pool(pool_class: Callable[..., Any], *, seed: int = BOOKKEEPING_SEED
     before = snapshot()
     result = None
     try:
-        for eager in (True, False):
+        for eager, same_tokens in EXPLORATIONS:
             stubs = _Stubs(eager)
             with _stubbed(pool_class, stubs):
                 if not _works_once(pool_class, stubs):
                     return None
                 answers: list = []
-                result = explore(lambda stubs=stubs: _PoolRun(pool_class, stubs),
+                result = explore(lambda stubs=stubs, same=same_tokens:
+                                 _PoolRun(pool_class, stubs, same_tokens=same),
                                  _CLIENTS, functools.partial(_check, answers=answers),
                                  seed=seed, max_schedules=max_schedules,
                                  samples=BOOKKEEPING_SAMPLES, timeout_s=BOOKKEEPING_TIMEOUT_S,
                                  glue=_GLUE + _setup_and_teardown(pool_class))
             stubs.end()
             if observed is not None:
-                observed.append({"eager": eager, **_explored(result, answers)})
+                observed.append({"eager": eager, "same_tokens": same_tokens,
+                                 **_explored(result, answers)})
             if result.verdict != "pass":
                 return result
         return result
