@@ -551,8 +551,8 @@ tfdata.check_fast(fast_pipeline)
 # overlap (nothing may make one thread's read wait for another's).
 #
 # The grader first calls your object from two threads under the controlled scheduler of
-# lesson 00 (every interleaving of their Python with at most one switch, then sampled ones;
-# one read of each thread fails), and compares the counts with what really happened. Then it
+# lesson 00 (every interleaving of their Python with at most two switches, then sampled ones;
+# one read of each thread fails), so a lock made on first use fails too, and compares the counts with what really happened. Then it
 # maps four records in parallel with a read whose first two calls each wait, at most a few
 # seconds, for the other to start.
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from autograder.judges import expect, field, items
+from autograder.judges import expect, explored, field, items
 
 # The check's settings (``autograder.checks.tfdata.settings``; a test ties them).
 #: Records per loader iteration; one-thread runs of the loader; stress trials (exercises 1, 2).
@@ -40,7 +40,7 @@ NAIVE_FLOOR_S = 0.050 + 3 * 0.025 + 4 * 0.008 + FAST_RECORDS * (0.010 + 0.015)
 #: Clock granularity allowed below those floors.
 FLOOR_SLACK = 0.99
 #: Schedules of ServedStats's explored counts and of its overlapping reads (exercise 4).
-SERVED_SCHEDULES = 100
+SERVED_SCHEDULES, SERVED_SAMPLES = 3000, 20
 OVERLAP_SCHEDULES = 20
 #: The explored calls: stats(0) and stats(2) return, stats(1) and stats(3) raise.
 SERVED_OUTCOMES = ["failed", "failed", "served", "served"]
@@ -183,7 +183,7 @@ def check_served(seen: dict) -> None:
            "on one thread stats(1) returned although its read raised")
     counts = items(one_thread, "counts", int, at_least=0, at_most=2)
     expect(counts == [2, 1], f"on one thread the counts were {counts}, not [2, 1]")
-    for number, run in enumerate(_explored(seen, "schedules", SERVED_SCHEDULES, dict), 1):
+    for number, run in enumerate(explored(seen, SERVED_SCHEDULES, SERVED_SAMPLES), 1):
         outcomes = items(run, "outcomes", str, at_least=0, at_most=100)
         expect(sorted(outcomes) == SERVED_OUTCOMES,
                f"in schedule {number} the calls ended {outcomes}, not two served, two failed")

@@ -96,6 +96,10 @@ def test_a_lost_count_in_one_schedule_or_serialized_reads_are_refused(observed):
         judge.check_served({**seen, "schedules": schedules})
     with pytest.raises(Rejected, match="19 schedules ran"):
         judge.check_served({**seen, "overlaps": seen["overlaps"][:19], "overlaps_run": 19})
+    assert seen["bounded"] > 100 and seen["schedules_run"] == seen["bounded"] + 20  # two
+    fewer = seen["schedules_run"] - 1  # preemptions, then the samples: all of them, not fewer
+    with pytest.raises(Rejected, match=f"{fewer} schedules ran"):
+        judge.check_served({**seen, "schedules": schedules[:fewer], "schedules_run": fewer})
     with pytest.raises(Rejected, match="counts were"):
         judge.check_served({**seen, "mapped_counts": [3, 0]})
 
@@ -116,7 +120,7 @@ def test_a_flip_tied_to_the_shift_a_shift_not_uniform_or_seeds_one_position_apar
 def test_the_judges_constants_are_the_checks_settings():
     for name in ("LOADER_RECORDS", "ONE_THREAD_RUNS", "STRESS_TRIALS", "IMAGES", "MAX_DELTA",
                  "MIN_EACH_SIGN", "MIN_SPREAD", "FLIPS_WITHIN", "FAST_RECORDS",
-                 "MIN_SHARE_OF_IDEAL", "SERVED_SCHEDULES", "OVERLAP_SCHEDULES",
+                 "MIN_SHARE_OF_IDEAL", "SERVED_SCHEDULES", "SERVED_SAMPLES", "OVERLAP_SCHEDULES",
                  "SERVED_RECORDS", "ORDER_RECORDS", "SHIFTED_MATCHES"):
         assert getattr(judge, name) == getattr(settings, name), name
     n, read = settings.FAST_RECORDS, tfdata.read_seconds

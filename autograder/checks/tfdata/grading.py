@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from autograder.checks.kit import call_text, report, require
+from autograder.checks.kit import call_text, explored_report, report, require
 from autograder.checks.plain import exception_line
 from autograder.checks.tfdata.augment import run_augment
 from autograder.checks.tfdata.fast import measure, order_run
@@ -164,9 +164,7 @@ def check_served(stats_class: Callable[..., Any]) -> None:
         raise AssertionError(f"{exercise}: after a parallel map over {SERVED_RECORDS} "
                              f"records, served() == {counts[0]} and failed() == {counts[1]}; "
                              f"expected {SERVED_RECORDS} and 0")
-    report({"one_thread": one_thread, "schedules": schedules,
-            "schedules_run": served.schedules_run,
-            "schedules_covered": served.covered,
+    report({"one_thread": one_thread, **explored_report(served, schedules),
             "overlaps": overlaps, "overlaps_run": overlap.schedules_run,
             "overlaps_covered": overlap.covered,
             "mapped": mapped, "mapped_counts": [int(c) for c in counts]})

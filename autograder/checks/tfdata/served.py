@@ -14,7 +14,9 @@ from autograder.checks.tfdata.records import _identify, _values, make_read, reco
 from autograder.checks.tfdata.settings import (
     OVERLAP_SCHEDULES,
     SEED,
+    SERVED_DEVIATIONS,
     SERVED_RECORDS,
+    SERVED_SAMPLES,
     SERVED_SCHEDULES,
     TIMEOUT_S,
     WIDTH,
@@ -126,7 +128,8 @@ def run_served(stats_class: Callable[..., Any], *, seed: int = SEED,
 
     return explore(lambda: _ServedRun(stats_class),
                    [_served_worker([0, 1]), _served_worker([2, 3])], check,
-                   seed=seed, max_schedules=max_schedules, timeout_s=TIMEOUT_S)
+                   seed=seed, max_schedules=max_schedules, deviations=SERVED_DEVIATIONS,
+                   samples=SERVED_SAMPLES, timeout_s=TIMEOUT_S)
 
 
 class _OverlapRun:
