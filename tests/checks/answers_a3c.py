@@ -214,17 +214,19 @@ class SummedLearner(HogwildLearner):
                                                strict=True))
 
 
-class LazyLockLearner(HogwildLearner):
-    """The lock is made on first use: two first pushes at once can each make their own."""
+class _LazyLock:
+    """A lock made on first use (``_guard()``): two first calls at once can each make one."""
 
-    def __init__(self, model: Any, optimizer: Any) -> None:
-        super().__init__(model, optimizer)
-        self.lock: Any = None
+    lock: Any = None
 
     def _guard(self) -> Any:
         if self.lock is None:
             self.lock = threading.Lock()
         return self.lock
+
+
+class LazyLockLearner(_LazyLock, HogwildLearner):
+    """The lock is made on first use: two first pushes at once can each make their own."""
 
     def push(self, grads: Any) -> None:
         with self._guard():
@@ -593,17 +595,8 @@ class IterationsVersioned(UnlockedVersioned):
             return self.model.predict_on_batch(states), int(self.optimizer.iterations.numpy())
 
 
-class LazyLockVersioned(UnlockedVersioned):
+class LazyLockVersioned(_LazyLock, UnlockedVersioned):
     """The lock is made on first use: an act and a learn at once can each make their own."""
-
-    def __init__(self, model: Any, optimizer: Any) -> None:
-        super().__init__(model, optimizer)
-        self.lock: Any = None
-
-    def _guard(self) -> Any:
-        if self.lock is None:
-            self.lock = threading.Lock()
-        return self.lock
 
     def learn(self, grads: Any) -> int:
         with self._guard():
