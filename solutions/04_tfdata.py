@@ -398,8 +398,10 @@ claim("without a prefetch() call the input still overlapped the steps; with inje
 # Replace the hand-rolled loaders with a `tf.data.Dataset`. Write `make_dataset(read, n)`,
 # which returns a dataset of `read(i)` for every `i` in `range(n)`, each exactly once, in any
 # order. The grader iterates one dataset from two threads at once, twice on each, and checks
-# every record is seen exactly once on every iteration, with its own values. Use
-# `tf.numpy_function` (or `from_generator` with a generator *function*) to call `read`.
+# every record is seen exactly once on every iteration, with its own values. It also stops
+# some iterations after two records, as a training loop's `break` does: an iteration that
+# stops must leave nothing of yours running behind it. Use `tf.numpy_function` (or
+# `from_generator` with a generator *function*) to call `read`.
 
 # %% nbgrader={"grade": false, "grade_id": "ex_tfdata_loader", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def make_dataset(read, n):
@@ -542,19 +544,22 @@ tfdata.check_fast(fast_pipeline)
 # A loader should report what it did. Write the class `ServedStats(read)`, a function for a
 # parallel `map` (through `tf.numpy_function`, as in "Shared Python state inside a parallel
 # map" above) that counts two things: records served, and reads that failed. Calling it,
-# `stats(i)`, returns `read(i)` unchanged and counts one served record; when `read(i)` raises
-# (a missing file), it counts one failed read and raises the same error again, so tf.data
-# reports it. `stats.served()` and `stats.failed()` return the counts so far.
+# `stats(i)`, returns `read(i)` unchanged and counts one served record once the read has
+# returned; when `read(i)` raises any error (a missing file, a record that cannot be decoded),
+# it counts one failed read and raises the same error again, so tf.data reports it.
+# `stats.served()` and `stats.failed()` return the counts so far: never a read that is still
+# running. Each object keeps its own counts.
 #
 # tf.data calls one `stats` object from several of its threads at once, and `read` blocks for
 # a while, so two rules hold together: no count may be lost, and the reads must still
-# overlap (nothing may make one thread's read wait for another's).
+# overlap (nothing may make one thread's read wait for another's, however many threads read).
 #
 # The grader first calls your object from two threads under the controlled scheduler of
 # lesson 00 (every interleaving of their Python with at most two switches, then sampled ones;
-# one read of each thread fails), so a lock made on first use fails too, and compares the counts with what really happened. Then it
-# maps four records in parallel with a read whose first two calls each wait, at most a few
-# seconds, for the other to start.
+# one read of each thread fails, and one thread reads the counts between its calls), so a lock
+# made on first use fails too, and compares the counts with what really happened. Then three
+# threads call it at once with a read that waits until all three reads have started, and a
+# parallel map serves four records.
 
 # %% nbgrader={"grade": false, "grade_id": "ex_tfdata_served", "locked": false, "schema_version": 3, "solution": true, "task": false}
 class ServedStats:
@@ -621,7 +626,7 @@ claim("served() counted every record the map yielded, and failed() every one it 
       (stats.served(), stats.failed()) == (yielded, 16 - yielded))
 
 # %% nbgrader={"grade": true, "grade_id": "test_tfdata_served", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-tfdata.served_on_one_thread(ServedStats)  # stats(0), stats(1) raising, stats(2); counts 2 and 1
+tfdata.served_on_one_thread(ServedStats)  # counts 2 and 1; then a second object
 shared = ServedStats(tfdata.make_read(0.0))
 
 

@@ -41,7 +41,7 @@ NAIVE_FLOOR_S = 0.050 + 3 * 0.025 + 4 * 0.008 + FAST_RECORDS * (0.010 + 0.015)
 FLOOR_SLACK = 0.99
 #: Schedules of ServedStats's explored counts and of its overlapping reads (exercise 4).
 SERVED_SCHEDULES, SERVED_SAMPLES = 3000, 20
-OVERLAP_SCHEDULES = 20
+OVERLAP_SCHEDULES, OVERLAP_CALLS = 20, 3
 #: The explored calls: stats(0) and stats(2) return, stats(1) and stats(3) raise.
 SERVED_OUTCOMES = ["failed", "failed", "served", "served"]
 #: Records the parallel map serves.
@@ -69,12 +69,16 @@ def _trials(seen: dict, kind: type | tuple[type, ...]) -> list:
 
 def check_loader(seen: dict) -> None:
     """Every one-thread iteration (two per run) and every thread of every trial saw each
-    record exactly once."""
+    record exactly once, and iterations that stopped early left none of the answer's threads
+    running."""
     runs = items(seen, "one_thread", list, at_least=ONE_THREAD_RUNS, at_most=ONE_THREAD_RUNS)
     for number, run in enumerate(runs, 1):
         iterations = items({"run": run}, "run", list, at_least=2, at_most=2)
         for label, iteration in zip(("first", "second"), iterations, strict=True):
             _each_once({"it": iteration}, "it", f"one-thread run {number}'s {label} iteration")
+    left = field(seen, "left_running", int)
+    expect(left == 0, f"{left} of the answer's threads were still running after iterations "
+                      "that stopped early")
     for number, trial in enumerate(_trials(seen, list), 1):
         threads = items({"trial": trial}, "trial", list, at_least=2, at_most=2)
         for k, got in enumerate(threads):
@@ -173,9 +177,10 @@ def _explored(seen: dict, key: str, graded: int, kind: type) -> list:
 
 
 def check_served(seen: dict) -> None:
-    """The one-thread contract; exact counts (two served, two failed) in every explored
-    schedule; both overlapping reads returned their records in every schedule; and the
-    parallel map served every record, counted exactly."""
+    """The one-thread contract (a second object, and a read raising a ValueError, included);
+    exact counts (two served, two failed) in every explored schedule, and counts that never ran
+    ahead of the reads between calls; every overlapping read returned its record in every
+    schedule; and the parallel map served every record, counted exactly."""
     one_thread = field(seen, "one_thread", dict)
     records = items(one_thread, "records", (int, type(None)), at_least=0, at_most=2)
     expect(records == [0, 2], f"on one thread stats(0), stats(2) returned records {records}")
@@ -183,6 +188,16 @@ def check_served(seen: dict) -> None:
            "on one thread stats(1) returned although its read raised")
     counts = items(one_thread, "counts", int, at_least=0, at_most=2)
     expect(counts == [2, 1], f"on one thread the counts were {counts}, not [2, 1]")
+    expect(field(one_thread, "other_record", (int, type(None))) == 4
+           and field(one_thread, "other_second", str) == "raised",
+           "on one thread a second object's other(4) did not return record 4, or other(5) "
+           "returned although its read raised a ValueError")
+    other = items(one_thread, "other_counts", int, at_least=0, at_most=2)
+    expect(other == [1, 1], f"on one thread a second object's counts were {other}, not [1, 1] "
+                            "(a read raising a ValueError is a failed read too)")
+    after = items(one_thread, "counts_after_other", int, at_least=0, at_most=2)
+    expect(after == counts, f"on one thread a second object changed the first one's counts "
+                            f"from {counts} to {after}")
     for number, run in enumerate(explored(seen, SERVED_SCHEDULES, SERVED_SAMPLES), 1):
         outcomes = items(run, "outcomes", str, at_least=0, at_most=100)
         expect(sorted(outcomes) == SERVED_OUTCOMES,
@@ -191,10 +206,17 @@ def check_served(seen: dict) -> None:
         expect((served, failed) == (2, 2),
                f"in schedule {number} served() == {served} and failed() == {failed}, not 2 "
                f"and 2")
+        peeks = items(run, "peeks", list, at_least=1, at_most=1)
+        peek = items({"peek": peeks[0]}, "peek", int, at_least=4, at_most=4)
+        expect(peek[0] <= peek[2] and peek[1] <= peek[3],
+               f"in schedule {number} served() == {peek[0]} and failed() == {peek[1]} between "
+               f"calls, when {peek[2]} reads had returned and {peek[3]} raised: a call was "
+               "counted before its read finished")
     for number, got in enumerate(_explored(seen, "overlaps", OVERLAP_SCHEDULES, list), 1):
-        got = items({"got": got}, "got", (int, type(None)), at_least=0, at_most=2)
-        expect(got == [0, 1], f"in overlap schedule {number} the two calls returned records "
-                              f"{got}, not [0, 1]")
+        got = items({"got": got}, "got", (int, type(None)), at_least=0, at_most=OVERLAP_CALLS)
+        expect(got == list(range(OVERLAP_CALLS)),
+               f"in overlap schedule {number} the {OVERLAP_CALLS} calls returned records "
+               f"{got}, not {list(range(OVERLAP_CALLS))}")
     mapped = items(seen, "mapped", int, at_least=0, at_most=10_000)
     expect(mapped == list(range(SERVED_RECORDS)),
            f"the parallel map gave back records {mapped[:20]}")

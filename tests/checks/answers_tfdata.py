@@ -79,6 +79,62 @@ def interval_resetting_loader(read, n):
     return reused_buffer_loader(read, n)
 
 
+def producer_per_iteration_loader(read, n):
+    """A fresh producer thread and queue per iteration (nothing shared between iterations), but
+    an iteration that stops early leaves its producer blocked on the full queue for good: one
+    leaked thread per early stop (red team round 4, l3)."""
+    def generate():
+        ahead = queue.Queue(maxsize=4)
+
+        def produce():
+            for i in range(n):
+                ahead.put(read(i))
+            ahead.put(None)
+
+        threading.Thread(target=produce, daemon=True).start()
+        while (item := ahead.get()) is not None:
+            yield item
+
+    return tf.data.Dataset.from_generator(generate, output_signature=SPEC)
+
+
+#: Its producers are blocked on a full queue for good, every run (10 s of waiting for them
+#: each): three runs, not twenty.
+producer_per_iteration_loader.decided_by_construction = True
+
+
+def stopped_producer_loader(read, n):
+    """Correct: a producer thread per iteration that stops when its iteration does (the
+    generator's ``finally`` sets an event; the producer's puts wait briefly and look at it)."""
+    def generate():
+        ahead = queue.Queue(maxsize=4)
+        stop = threading.Event()
+
+        def offer(item):
+            while not stop.is_set():
+                try:
+                    ahead.put(item, timeout=0.05)
+                    return True
+                except queue.Full:
+                    pass
+            return False
+
+        def produce():
+            for i in range(n):
+                if not offer(read(i).copy()):
+                    return
+            offer(None)
+
+        threading.Thread(target=produce, daemon=True).start()
+        try:
+            while (item := ahead.get()) is not None:
+                yield item
+        finally:
+            stop.set()
+
+    return tf.data.Dataset.from_generator(generate, output_signature=SPEC)
+
+
 def generator_function_loader(read, n):
     """``from_generator`` given the generator *function*: a fresh generator per iteration."""
     def generate():
@@ -94,8 +150,8 @@ def tensor_slices_loader(read, n):
 
 
 WRONG_LOADERS = [generator_object_loader, shared_counter_loader, reused_buffer_loader,
-                 interval_resetting_loader]
-CORRECT_LOADERS = [generator_function_loader, tensor_slices_loader]
+                 interval_resetting_loader, producer_per_iteration_loader]
+CORRECT_LOADERS = [generator_function_loader, tensor_slices_loader, stopped_producer_loader]
 
 
 # --------------------------------------------------------------------------- augment
@@ -529,8 +585,117 @@ class LazyLockStats:
             return self._failed
 
 
+class _LockedStats:
+    """The lesson's layout (a lock around each count, none around the read), for the wrong
+    answers below to change one thing of."""
+
+    def __init__(self, read):
+        self._read = read
+        self._lock = threading.Lock()
+        self._served = self._failed = 0
+
+    def __call__(self, i):
+        try:
+            record = self._read(i)
+        except Exception:
+            with self._lock:
+                self._failed += 1
+            raise
+        with self._lock:
+            self._served += 1
+        return record
+
+    def served(self):
+        with self._lock:
+            return self._served
+
+    def failed(self):
+        with self._lock:
+            return self._failed
+
+
+class CountFirstStats(_LockedStats):
+    """Counts a record before its read and takes it back when the read raises ("most reads
+    succeed"): served() counts a read that is still running, and may yet fail (red team
+    round 4, s3)."""
+
+    def __call__(self, i):
+        with self._lock:
+            self._served += 1
+        try:
+            return self._read(i)
+        except Exception:
+            with self._lock:
+                self._served -= 1
+                self._failed += 1
+            raise
+
+
+class ClassCountsStats(_LockedStats):
+    """Keeps the counts on the class and resets them in ``__init__``: a second object resets
+    the first one's counts (red team round 4, s4)."""
+
+    counts = {"served": 0, "failed": 0}
+
+    def __init__(self, read):
+        super().__init__(read)
+        ClassCountsStats.counts.update(served=0, failed=0)
+
+    def __call__(self, i):
+        try:
+            record = self._read(i)
+        except Exception:
+            with self._lock:
+                ClassCountsStats.counts["failed"] += 1
+            raise
+        with self._lock:
+            ClassCountsStats.counts["served"] += 1
+        return record
+
+    def served(self):
+        return ClassCountsStats.counts["served"]
+
+    def failed(self):
+        return ClassCountsStats.counts["failed"]
+
+
+class OSErrorOnlyStats(_LockedStats):
+    """Counts only the reads that raise an OSError (a missing file); a read that raises anything
+    else is not counted at all (red team round 4, s2)."""
+
+    def __call__(self, i):
+        try:
+            record = self._read(i)
+        except OSError:
+            with self._lock:
+                self._failed += 1
+            raise
+        with self._lock:
+            self._served += 1
+        return record
+
+
+class TwoReadsStats(_LockedStats):
+    """Lets two reads in at once (``BoundedSemaphore(2)``): a third thread's read waits for one
+    of them, so tf.data's threads do not all read together (red team round 4, s5)."""
+
+    def __init__(self, read):
+        super().__init__(read)
+        self._reads = threading.BoundedSemaphore(2)
+
+    def __call__(self, i):
+        with self._reads:
+            return super().__call__(i)
+
+
+#: Three reads that wait for each other deadlock it in the overlap run's first schedule, every
+#: run (no interleaving is sampled): three runs, not twenty.
+TwoReadsStats.decided_by_construction = True
+
+
 WRONG_STATS = [UnlockedStats, LockAroundReadStats, LockPerCallStats, FailuresUnlockedStats,
-               PerThreadStats, SwallowsErrorsStats, LazyLockStats, *lying(LyingStats)]
+               PerThreadStats, SwallowsErrorsStats, LazyLockStats, CountFirstStats,
+               ClassCountsStats, OSErrorOnlyStats, TwoReadsStats, *lying(LyingStats)]
 
 
 #: Correct: one ``list.append`` per call (one indivisible step), counted on demand, as the

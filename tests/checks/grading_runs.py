@@ -43,8 +43,11 @@ LIAR_RUNS = 3
 
 
 def runs_for(answer: Any) -> int:
-    """How many grading runs a wrong answer gets: :data:`LIAR_RUNS` for a lying one."""
-    return LIAR_RUNS if getattr(answer, "lies", False) else RUNS
+    """How many grading runs a wrong answer gets: :data:`LIAR_RUNS` for a lying one, and for
+    one marked ``decided_by_construction`` (its verdict comes from what the check does to it
+    on every run, as the ledger's hold does to a timeout, not from sampled interleavings)."""
+    fewer = getattr(answer, "lies", False) or getattr(answer, "decided_by_construction", False)
+    return LIAR_RUNS if fewer else RUNS
 
 
 def solution_lesson(lesson_name: str) -> Lesson:

@@ -10,7 +10,9 @@ How each check decides, and why its counts are enough:
   iterating one dataset at once). The one-thread run (three times) reads instantly, sets a
   0.5 s switch interval and reads the elements after both iterations, so the reused-buffer
   loader's producer overwrites records on every run, already on one thread; an answer that
-  changes the switch interval during the check fails for that.
+  changes the switch interval during the check fails for that. Then three iterations that
+  each stop after two records: a Python thread the answer started and left running (a
+  producer blocked on its full queue) is still alive after a 10 s wait, every run.
 - ``augment``: one-thread properties (shape, shift range, input order, per-element and
   per-seed draws), the flip probability (3,000 images of one fixed seed, 1,350-1,650 flips
   accepted: exact binomial tails give a correct answer 3.8e-8 and a p = 0.4 or 0.6 answer
@@ -28,10 +30,13 @@ How each check decides, and why its counts are enough:
   pipeline measured 44-100 % of the ideal, and prefetch alone 35-55 %, so time alone cannot
   tell them apart; the parallel-read property does, deterministically.
 - ``ServedStats``: the contract on one thread (records unchanged, a failing read raised again,
-  exact counts), then ``explore`` (two threads, two calls each, one failing read each: every
-  schedule with one preemption, 28, finds each lost update), then a real parallel map whose
-  first two reads wait for each other (bounded), so a lock held through the read fails every
-  run whatever the load.
+  exact counts; a second object over a read that raises a ValueError keeps its own counts and
+  leaves the first's alone), then ``explore`` (two threads, two calls each, one failing read
+  each, the second thread reading the counts after its first call: every schedule with two
+  preemptions, then 20 samples, finds each lost update and each count made before its read),
+  then three explored calls whose reads each wait for the others, so a lock held through the
+  read, or a semaphore of two, deadlocks in every run whatever the load; then a real
+  parallel map.
 """
 
 from __future__ import annotations

@@ -57,6 +57,8 @@ def test_a_record_lost_or_seen_twice_by_one_thread_is_refused(observed):
         judge.check_loader({**seen, "one_thread": runs})
     with pytest.raises(Rejected, match="1 trials ran"):
         judge.check_loader({**seen, "trials": trials[:1], "trials_run": 1})
+    with pytest.raises(Rejected, match="3 of the answer's threads were still running"):
+        judge.check_loader({**seen, "left_running": 3})  # a producer per early-stopped epoch
 
 
 def test_an_augmentation_drawn_again_differently_by_one_thread_is_refused(observed):
@@ -104,6 +106,23 @@ def test_a_lost_count_in_one_schedule_or_serialized_reads_are_refused(observed):
         judge.check_served({**seen, "mapped_counts": [3, 0]})
 
 
+def test_a_count_ahead_of_its_reads_class_level_counts_or_an_uncounted_value_error_are_refused(
+        observed):
+    seen = observed["check_served"]
+    schedules = [dict(run) for run in seen["schedules"]]
+    schedules[9]["peeks"] = [[2, 0, 1, 0]]  # counted first, its read still running
+    with pytest.raises(Rejected, match="schedule 10 served.*counted before its read"):
+        judge.check_served({**seen, "schedules": schedules})
+    one_thread = seen["one_thread"]
+    with pytest.raises(Rejected, match="changed the first one's counts"):
+        judge.check_served({**seen, "one_thread": {**one_thread, "counts_after_other": [1, 1]}})
+    with pytest.raises(Rejected, match="a ValueError is a failed read"):
+        judge.check_served({**seen, "one_thread": {**one_thread, "other_counts": [1, 0]}})
+    overlaps = [[0, 1, None], *seen["overlaps"][1:]]  # three reads, one of them held back
+    with pytest.raises(Rejected, match="overlap schedule 1 the 3 calls"):
+        judge.check_served({**seen, "overlaps": overlaps})
+
+
 def test_a_flip_tied_to_the_shift_a_shift_not_uniform_or_seeds_one_position_apart_are_refused(
         observed):
     seen = observed["check_augment"]
@@ -121,7 +140,7 @@ def test_the_judges_constants_are_the_checks_settings():
     for name in ("LOADER_RECORDS", "ONE_THREAD_RUNS", "STRESS_TRIALS", "IMAGES", "MAX_DELTA",
                  "MIN_EACH_SIGN", "MIN_SPREAD", "FLIPS_WITHIN", "FAST_RECORDS",
                  "MIN_SHARE_OF_IDEAL", "SERVED_SCHEDULES", "SERVED_SAMPLES", "OVERLAP_SCHEDULES",
-                 "SERVED_RECORDS", "ORDER_RECORDS", "SHIFTED_MATCHES"):
+                 "OVERLAP_CALLS", "SERVED_RECORDS", "ORDER_RECORDS", "SHIFTED_MATCHES"):
         assert getattr(judge, name) == getattr(settings, name), name
     n, read = settings.FAST_RECORDS, tfdata.read_seconds
     assert judge.IDEAL_FLOOR_S == pytest.approx(read(0) + settings.TRANSFORM_S

@@ -63,7 +63,9 @@ from autograder.checks.tfdata.lab import (
 from autograder.checks.tfdata.loader import run_loader
 from autograder.checks.tfdata.records import make_read, make_transform, read_seconds, record
 from autograder.checks.tfdata.served import (
+    CorruptRecord,
     MissingRecord,
+    read_or_corrupt,
     read_or_missing,
     run_overlap,
     run_served,
@@ -85,6 +87,7 @@ from autograder.checks.tfdata.settings import (
     MIN_SPREAD,
     ORDER_FAST_S,
     ORDER_SLOW_S,
+    OVERLAP_CALLS,
     OVERLAP_SCHEDULES,
     SEED,
     SERVED_RECORDS,
@@ -101,7 +104,8 @@ __all__ = [
     "FAST_RECORDS", "FLIP_DRAWS", "FLIP_SEED", "FLIPS_WITHIN", "IMAGE_SHAPE", "IMAGES",
     "LOADER_READ_S", "LOADER_RECORDS",
     "MAX_DELTA", "MIN_EACH_SIGN", "MIN_SHARE_OF_IDEAL", "MIN_SPREAD", "ORDER_FAST_S",
-    "ORDER_SLOW_S", "OVERLAP_SCHEDULES", "SEED", "SERVED_RECORDS", "SERVED_SCHEDULES",
+    "ORDER_SLOW_S", "OVERLAP_CALLS", "OVERLAP_SCHEDULES", "SEED", "SERVED_RECORDS",
+    "SERVED_SCHEDULES",
     "STRESS_TRIALS", "TIMEOUT_S", "TRAIN_S", "TRANSFORM_S", "WIDTH",
     # the simulated records, reads and transforms
     "make_read", "make_transform", "read_seconds", "record",
@@ -113,8 +117,8 @@ __all__ = [
     "image_array", "images", "run_augment", "count_flips", "flip_band_errors",
     "flip_image_array", "flip_images",
     "FastRun", "measure", "naive_loop", "order_run",
-    "MissingRecord", "read_or_missing", "run_overlap", "run_served", "served_by_a_parallel_map",
-    "served_on_one_thread",
+    "CorruptRecord", "MissingRecord", "read_or_corrupt", "read_or_missing", "run_overlap",
+    "run_served", "served_by_a_parallel_map", "served_on_one_thread",
     # graders
     "check_augment", "check_fast", "check_loader", "check_served",
 ]

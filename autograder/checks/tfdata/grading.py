@@ -23,6 +23,7 @@ from autograder.checks.tfdata.settings import (
     FAST_RECORDS,
     MIN_SHARE_OF_IDEAL,
     ORDER_RECORDS,
+    OVERLAP_CALLS,
     SERVED_RECORDS,
     WIDTH,
 )
@@ -32,14 +33,17 @@ def check_loader(make_dataset: Callable[[Callable[[int], np.ndarray], int], Any]
     """Grade exercise 1 (``make_dataset``); AssertionError with the student's message.
 
     Reports (for the judge) the record indices each one-thread iteration and each thread of
-    each trial saw, and how many trials ran.
+    each trial saw, the answer's threads left running after early-stopped iterations, and
+    how many trials ran.
     """
     one_thread: list = []
+    early: list = []
     trials: list = []
-    result = run_loader(make_dataset, observed=trials, one_thread=one_thread)
+    result = run_loader(make_dataset, observed=trials, one_thread=one_thread, early=early)
     require(result, exercise="make_dataset",
             again=call_text("tfdata.run_loader", "make_dataset"))
-    report({"one_thread": one_thread, "trials": trials, "trials_run": result.schedules_run})
+    report({"one_thread": one_thread, "left_running": early[0], "trials": trials,
+            "trials_run": result.schedules_run})
 
 
 def check_augment(augment: Callable[[Any, int], Any]) -> None:
@@ -152,11 +156,12 @@ def check_served(stats_class: Callable[..., Any]) -> None:
     overlap = run_overlap(stats_class, observed=overlaps)
     if overlap.verdict == "deadlock":
         raise AssertionError(
-            f"{exercise}: two threads called stats(0) and stats(1), whose reads each wait "
-            "until the other read has started, and they never finished: while one thread's "
-            "read ran, your object kept the other thread from starting its read (a lock held "
-            "through read()); expected the two reads to run at the same time, as tf.data's "
-            "threads need: hold the lock only around the counts")
+            f"{exercise}: {OVERLAP_CALLS} threads called stats(0) to stats({OVERLAP_CALLS - 1}), "
+            "whose reads each wait until every other read has started, and they never "
+            "finished: while some reads ran, your object kept another thread from starting its "
+            "read (a lock held through read(), or a semaphore that lets fewer reads in); "
+            "expected all the reads to run at the same time, as tf.data's threads need: hold "
+            "the lock only around the counts")
     require(overlap, exercise=exercise, again=call_text("tfdata.run_overlap", "ServedStats"))
     mapped: list = []
     counts = served_by_a_parallel_map(stats_class, observed=mapped)

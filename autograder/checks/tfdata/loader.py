@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -10,6 +13,9 @@ import numpy as np
 from autograder.checks.plain import exception_line
 from autograder.checks.tfdata.records import _describe, _identify, _values, make_read, record
 from autograder.checks.tfdata.settings import (
+    EARLY_STOPS,
+    EARLY_TAKE,
+    LEFT_RUNNING_WAIT_S,
     LOADER_RECORDS,
     ONE_THREAD_RUNS,
     ONE_THREAD_SWITCH_S,
@@ -22,17 +28,31 @@ from autograder.harness import Result, stress, tamper
 
 def run_loader(make_dataset: Callable[[Callable[[int], np.ndarray], int], Any], *,
                trials: int = STRESS_TRIALS, observed: list | None = None,
-               one_thread: list | None = None) -> Result:
-    """Iterate ``make_dataset(read, n)`` twice on one thread, then from two threads at once.
+               one_thread: list | None = None, early: list | None = None) -> Result:
+    """Iterate ``make_dataset(read, n)`` twice on one thread, then in iterations that stop
+    early (nothing may stay running behind them), then from two threads at once.
 
     When ``one_thread`` is given, each one-thread run appends the record indices its two
-    iterations yielded (``[first, second]``, None for a corrupt record); when ``observed`` is
-    given, each trial appends what its two threads saw, alike (for the judge).
+    iterations yielded (``[first, second]``, None for a corrupt record); ``early`` gets the
+    number of the answer's threads still running after the early-stopped iterations; when
+    ``observed`` is given, each trial appends what its two threads saw, alike (for the judge).
     """
     n = LOADER_RECORDS
     runs = _one_thread(make_dataset, n)
     if one_thread is not None:
         one_thread.extend(runs)
+    left = left_running_after_early_stops(make_dataset, n)
+    if early is not None:
+        early.append(left)
+    if left:
+        raise AssertionError(
+            f"make_dataset: {EARLY_STOPS} iterations over one dataset each stopped after "
+            f"{EARLY_TAKE} of the {n} records (as a training loop's break does), and "
+            f"{left} thread(s) your code started were still running "
+            f"{LEFT_RUNNING_WAIT_S:g} s later: each early stop leaves one behind, blocked for "
+            "good (a producer on a full queue nobody reads); expected an iteration that stops "
+            "to leave nothing running: let tf.data run the reads (tf.numpy_function, or "
+            "from_generator with a generator function that reads itself)")
 
     # One dataset for every trial: a dataset is iterated again and again (one epoch after
     # another), and each trial starts two more iterations of it at the same time.
@@ -58,6 +78,35 @@ def run_loader(make_dataset: Callable[[Callable[[int], np.ndarray], int], Any], 
 
     return stress(setup, [worker(0), worker(1)], check, trials=trials, seed=SEED,
                   timeout_s=TIMEOUT_S)
+
+
+def left_running_after_early_stops(make_dataset: Callable[..., Any], n: int) -> int:
+    """How many Python threads started while :data:`EARLY_STOPS` iterations of
+    ``make_dataset(read, n)`` each stopped after :data:`EARLY_TAKE` elements are still alive
+    once the iterators are gone, after waiting up to :data:`LEFT_RUNNING_WAIT_S` for them to
+    end (threads of native code that merely called Python do not count)."""
+    before = set(threading.enumerate())
+    try:
+        dataset = make_dataset(_instant_read, n)
+        for _ in range(EARLY_STOPS):
+            iterator = iter(dataset)
+            for _ in range(EARLY_TAKE):
+                next(iterator)
+            del iterator
+        del dataset
+    except Exception as error:  # noqa: BLE001 - the student's code, reported to the student
+        raise AssertionError(
+            f"make_dataset: iterations that stop after {EARLY_TAKE} of the {n} records raised "
+            f"{exception_line(error)}") from None
+    gc.collect()
+    deadline = time.monotonic() + LEFT_RUNNING_WAIT_S
+    while True:
+        left = [thread for thread in threading.enumerate()
+                if thread not in before and thread.is_alive()
+                and not isinstance(thread, threading._DummyThread)]  # noqa: SLF001
+        if not left or time.monotonic() >= deadline:
+            return len(left)
+        time.sleep(0.05)
 
 
 def _one_thread(make_dataset: Callable[..., Any], n: int) -> list[list[list[int | None]]]:

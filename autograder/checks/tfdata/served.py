@@ -12,6 +12,7 @@ from autograder.checks.kit import bounded
 from autograder.checks.plain import plain
 from autograder.checks.tfdata.records import _identify, _values, make_read, record
 from autograder.checks.tfdata.settings import (
+    OVERLAP_CALLS,
     OVERLAP_SCHEDULES,
     SEED,
     SERVED_DEVIATIONS,
@@ -28,6 +29,11 @@ class MissingRecord(OSError):
     """What the explored runs' ``read`` raises for an odd index (a file that is not there)."""
 
 
+class CorruptRecord(ValueError):
+    """What :func:`read_or_corrupt` raises for an odd index: a file that is there but cannot
+    be decoded (not an OSError, so a wrapper that counts only OSErrors misses it)."""
+
+
 def read_or_missing(index: Any) -> np.ndarray:
     """An instant ``read``: ``record(index)`` for an even index, :class:`MissingRecord` for odd."""
     index = int(index)
@@ -36,13 +42,33 @@ def read_or_missing(index: Any) -> np.ndarray:
     return record(index)
 
 
+def read_or_corrupt(index: Any) -> np.ndarray:
+    """An instant ``read``: ``record(index)`` for an even index, :class:`CorruptRecord` for odd."""
+    index = int(index)
+    if index % 2:
+        raise CorruptRecord(f"record {index} cannot be decoded")
+    return record(index)
+
+
 class _ServedRun:
-    """One explored schedule: the student's object over :func:`read_or_missing`, and what each call
-    really did (appended by the grader's workers: a list append is one atomic step)."""
+    """One explored schedule: the student's object over :func:`read_or_missing`, what each read
+    and each call really did, and what ``served()`` and ``failed()`` said between calls (all
+    appended by the grader's own code: a list append is one atomic step)."""
 
     def __init__(self, stats_class: Callable[[Callable[[Any], np.ndarray]], Any]) -> None:
-        self.stats = stats_class(read_or_missing)
+        self.reads: list[str] = []
         self.outcomes: list[str] = []
+        self.peeks: list[list[int]] = []
+        self.stats = stats_class(self.read)
+
+    def read(self, index: Any) -> np.ndarray:
+        try:
+            got = read_or_missing(index)
+        except MissingRecord:
+            self.reads.append("failed")
+            raise
+        self.reads.append("served")
+        return got
 
     def call(self, index: int) -> None:
         try:
@@ -52,10 +78,20 @@ class _ServedRun:
             return
         self.outcomes.append("served")
 
+    def peek(self) -> None:
+        """``served()`` and ``failed()`` now, then the reads that had returned and raised by
+        then: a count may never run ahead of the reads it counts."""
+        served, failed = _counts(self.stats)
+        self.peeks.append([int(served), int(failed), self.reads.count("served"),
+                           self.reads.count("failed")])
 
-def _served_worker(indices: Sequence[int]) -> Callable[[_ServedRun], None]:
+
+def _served_worker(indices: Sequence[int], *, peek: bool) -> Callable[[_ServedRun], None]:
     def work(run: _ServedRun) -> None:
-        for index in indices:
+        run.call(indices[0])
+        if peek:
+            run.peek()
+        for index in indices[1:]:
             run.call(index)
     return work
 
@@ -65,58 +101,91 @@ def _counts(stats: Any, exercise: str = "ServedStats") -> tuple[int, int]:
             plain(stats.failed(), f"{exercise}.failed()", int))
 
 
+def _raised(call: Callable[[], Any], error: type[Exception]) -> str:
+    try:
+        call()
+    except error:
+        return "raised"
+    return "returned"
+
+
 def served_on_one_thread(stats_class: Callable[..., Any]) -> dict[str, Any]:
     """The contract on one thread, within :data:`TIMEOUT_S`: records come back unchanged, a
-    failing read's error is raised again, and the counts match; AssertionError if not.
+    failing read's error (an OSError, or any other error) is raised again, and each object's
+    counts match, also after a second object was made and used; AssertionError if not.
 
     Returns:
         What it saw (the judge's observation): the records ``stats(0)`` and ``stats(2)``
         returned, whether ``stats(1)`` ``"raised"`` or ``"returned"``, and ``[served(),
-        failed()]`` afterwards.
+        failed()]`` afterwards; then, for a second object over a read whose odd records
+        raise a ValueError, the record ``other(4)`` returned, what ``other(5)`` did, its
+        counts, and the first object's counts again.
     """
     calls = "stats(0), stats(1) (its read raises), stats(2)"
 
-    def body() -> tuple[list[Any], tuple[int, int]]:
+    def body() -> tuple[list[Any], tuple[int, int], list[Any], tuple[int, int], tuple[int, int]]:
         stats = stats_class(read_or_missing)
-        got: list[Any] = [stats(0)]
-        try:
-            stats(1)
-        except MissingRecord:
-            got.append("raised")
-        else:
-            got.append("returned")
-        got.append(stats(2))
-        return got, _counts(stats)
+        got: list[Any] = [stats(0), _raised(lambda: stats(1), MissingRecord), stats(2)]
+        counts = _counts(stats)
+        other = stats_class(read_or_corrupt)
+        other_got: list[Any] = [other(4), _raised(lambda: other(5), CorruptRecord)]
+        return got, counts, other_got, _counts(other), _counts(stats)
 
-    got, counts = bounded("ServedStats", f"on one thread, {calls}", body, TIMEOUT_S)
+    got, counts, other_got, other_counts, counts_after = bounded(
+        "ServedStats", f"on one thread, {calls}", body, TIMEOUT_S)
     what = "ServedStats: on one thread"
     records = [_identify(_values(got[0], f"{what}, stats(0)")),
                _identify(_values(got[2], f"{what}, stats(2)"))]
-    if records != [0, 2]:
-        raise AssertionError(f"{what}, stats(0) and stats(2) should return read(0) and read(2) "
-                             "unchanged")
-    if got[1] != "raised":
-        raise AssertionError(f"{what}, stats(1) returned although read(1) raised; expected the "
+    other_record = _identify(_values(other_got[0], f"{what}, other(4)"))
+    if records != [0, 2] or other_record != 4:
+        raise AssertionError(f"{what}, stats(0), stats(2) and other(4) should return read(0), "
+                             "read(2) and read(4) unchanged")
+    if got[1] != "raised" or other_got[1] != "raised":
+        raise AssertionError(f"{what}, a call returned although its read raised; expected the "
                              "read's error to be raised again (after counting it)")
     if counts != (2, 1):
         raise AssertionError(f"{what}, after {calls}: served() == {counts[0]} and failed() == "
                              f"{counts[1]}; expected 2 and 1")
-    return {"records": records, "second": got[1], "counts": [int(c) for c in counts]}
+    if other_counts != (1, 1):
+        raise AssertionError(
+            f"{what}, a second object other = ServedStats(read) whose read(5) raises a "
+            f"ValueError (a record that cannot be decoded): after other(4) and other(5), "
+            f"served() == {other_counts[0]} and failed() == {other_counts[1]}; expected 1 and "
+            "1: a read that raises any error is a failed read, not only an OSError")
+    if counts_after != counts:
+        raise AssertionError(
+            f"{what}, making and using a second ServedStats changed the first one's counts "
+            f"from served() == {counts[0]}, failed() == {counts[1]} to {counts_after[0]} and "
+            f"{counts_after[1]}; expected each object to keep its own counts (in the object, "
+            "not in the class)")
+    return {"records": records, "second": got[1], "counts": [int(c) for c in counts],
+            "other_record": other_record, "other_second": other_got[1],
+            "other_counts": [int(c) for c in other_counts],
+            "counts_after_other": [int(c) for c in counts_after]}
 
 
 def run_served(stats_class: Callable[..., Any], *, seed: int = SEED,
                max_schedules: int = SERVED_SCHEDULES, observed: list | None = None) -> Result:
     """Explore two threads calling one object as tf.data's workers would, two calls each
     (one read served, one read failing); ``served()`` and ``failed()`` must then count
-    exactly the calls that returned and that raised. When ``observed`` is given, each
-    schedule appends what it saw (for the judge): the calls' outcomes in the order they
-    finished, and ``served()`` and ``failed()`` afterwards."""
+    exactly the calls that returned and that raised. After its first call the second thread
+    also reads ``served()`` and ``failed()``, which may never count more than the reads that had
+    returned and raised by then (a count made before its read, and corrected on failure,
+    fails). When ``observed`` is given, each schedule appends what it saw (for the judge): the
+    calls' outcomes in the order they finished, ``served()`` and ``failed()`` afterwards, and
+    each peek ``[served(), failed(), reads returned, reads raised]``."""
 
     def check(run: _ServedRun) -> None:
         served, failed = _counts(run.stats)
         if observed is not None:
             observed.append({"outcomes": list(run.outcomes), "served": int(served),
-                             "failed": int(failed)})
+                             "failed": int(failed), "peeks": [list(p) for p in run.peeks]})
+        for peek in run.peeks:
+            assert peek[0] <= peek[2] and peek[1] <= peek[3], (
+                f"between calls, served() == {peek[0]} and failed() == {peek[1]}, but only "
+                f"{peek[2]} reads had returned a record and {peek[3]} had raised by then: a "
+                "call was counted before its read finished; expected a record counted after "
+                "its read returns (and a failure after it raises), never before")
         want = (run.outcomes.count("served"), run.outcomes.count("failed"))
         assert (served, failed) == want, (
             f"{want[0]} calls returned a record and {want[1]} raised, so expected served() "
@@ -127,7 +196,8 @@ def run_served(stats_class: Callable[..., Any], *, seed: int = SEED,
                "calls were counted as the wrong kind"))
 
     return explore(lambda: _ServedRun(stats_class),
-                   [_served_worker([0, 1]), _served_worker([2, 3])], check,
+                   [_served_worker([0, 1], peek=False), _served_worker([2, 3], peek=True)],
+                   check,
                    seed=seed, max_schedules=max_schedules, deviations=SERVED_DEVIATIONS,
                    samples=SERVED_SAMPLES, timeout_s=TIMEOUT_S)
 
@@ -138,7 +208,7 @@ class _OverlapRun:
 
     def __init__(self, stats: Any) -> None:
         self.stats = stats
-        self.got: list[Any] = [None, None]
+        self.got: list[Any] = [None] * OVERLAP_CALLS
 
     def call(self, index: int) -> None:
         self.got[index] = self.stats(index)
@@ -146,11 +216,12 @@ class _OverlapRun:
 
 def run_overlap(stats_class: Callable[..., Any], *, seed: int = SEED,
                 max_schedules: int = OVERLAP_SCHEDULES, observed: list | None = None) -> Result:
-    """Explore two threads calling one object, ``stats(0)`` and ``stats(1)``, whose reads each
-    wait until the other read has started. Reads that overlap finish in every schedule; an
-    object that makes one read wait for another (a lock held through ``read``) deadlocks.
-    When ``observed`` is given, each schedule in which both calls finished appends the records
-    they returned (None for anything but a record), for the judge."""
+    """Explore :data:`OVERLAP_CALLS` threads calling one object, ``stats(0)``, ``stats(1)``,
+    ..., whose reads each wait until every other read has started. Reads that overlap finish in
+    every schedule; an object that makes one read wait for another (a lock held through
+    ``read``, or a semaphore that lets fewer reads in at once) deadlocks. When ``observed`` is
+    given, each schedule in which every call finished appends the records they returned (None
+    for anything but a record), for the judge."""
 
     def check(run: _OverlapRun) -> bool:
         if observed is not None:
@@ -158,17 +229,22 @@ def run_overlap(stats_class: Callable[..., Any], *, seed: int = SEED,
         return True
 
     def setup() -> Any:
-        started = [threading.Event(), threading.Event()]
+        started = [threading.Event() for _ in range(OVERLAP_CALLS)]
 
         def read(index: Any) -> np.ndarray:
             index = int(index)
             started[index].set()
-            started[1 - index].wait()
+            for other, event in enumerate(started):
+                if other != index:
+                    event.wait()
             return record(index)
 
         return _OverlapRun(stats_class(read))
 
-    return explore(setup, [lambda run: run.call(0), lambda run: run.call(1)], check,
+    def caller(index: int) -> Callable[[_OverlapRun], None]:
+        return lambda run: run.call(index)
+
+    return explore(setup, [caller(index) for index in range(OVERLAP_CALLS)], check,
                    seed=seed, max_schedules=max_schedules, timeout_s=TIMEOUT_S)
 
 

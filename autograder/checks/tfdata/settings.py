@@ -13,6 +13,11 @@ STRESS_TRIALS = 2
 ONE_THREAD_RUNS = 3
 ONE_THREAD_SWITCH_S = 0.5
 TIMEOUT_S = 30.0
+#: The early-stop run: EARLY_STOPS iterations of one dataset that each stop after EARLY_TAKE
+#: elements (a training loop's ``break``, ``take(2)``), then up to LEFT_RUNNING_WAIT_S for every
+#: Python thread the answer started meanwhile to end. A producer thread per iteration, blocked
+#: on its full queue once nobody reads, stays behind every time (issue #32).
+EARLY_STOPS, EARLY_TAKE, LEFT_RUNNING_WAIT_S = 3, 2, 10.0
 #: Images per augmentation check.
 IMAGES = 16
 IMAGE_SHAPE = (6, 6, 1)
@@ -84,6 +89,8 @@ ORDER_FAST_S = 0.001
 SERVED_SCHEDULES, SERVED_DEVIATIONS, SERVED_SAMPLES = 3000, 2, 20
 #: Records the integration run maps in parallel through ``tf.numpy_function``.
 SERVED_RECORDS = 4
-#: Schedules of the overlap run (two calls whose reads wait for each other): a lock held
-#: through the read deadlocks in the first schedule; a correct answer passes every one.
-OVERLAP_SCHEDULES = 20
+#: Schedules of the overlap run (OVERLAP_CALLS calls whose reads each wait for all the others):
+#: a lock held through the read deadlocks in the first schedule, and so does a semaphore that
+#: lets two reads in at once (three calls, not two: ``BoundedSemaphore(2)`` passed two, issue
+#: #32); a correct answer passes every one.
+OVERLAP_SCHEDULES, OVERLAP_CALLS = 20, 3
