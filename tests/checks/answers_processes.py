@@ -619,6 +619,31 @@ def ledger_join_timeout_then_terminate(workers: int, updates: int) -> list[int]:
     return totals
 
 
+def ledger_join_ten_seconds_then_terminate(workers: int, updates: int) -> list[int]:
+    """The Array's own lock, then ``join(timeout=10)`` per worker ("never hang forever") and
+    ``terminate()`` for the ones still running: exact when each worker is done within its
+    10 s, loses updates and leaves the lock taken by a killed worker when not (red team
+    round 4, l_join10)."""
+    ctx = multiprocessing.get_context("spawn")
+    ledger = ctx.Array("q", process_workers.LEDGER_SLOTS)
+    procs = [ctx.Process(target=process_workers.tally,
+                         args=(ledger, ledger.get_lock(), k, workers, updates))
+             for k in range(workers)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(timeout=10)
+    for proc in procs:
+        if proc.is_alive():
+            proc.terminate()
+            proc.join()
+    return [int(value) for value in ledger[:process_workers.ACCOUNTS]]
+
+
+#: The hold outlasts its three 10 s joins on every run (30 s each): three runs, not twenty.
+ledger_join_ten_seconds_then_terminate.decided_by_construction = True
+
+
 def ledger_join_before_draining(workers: int, updates: int) -> list[int]:
     """A single writer that joins the workers before it reads their updates: fine while the
     updates fit in the queue's pipe (3 x 400), a hang once they do not (3 x 3,000): a worker
@@ -649,7 +674,8 @@ def ledger_forked(workers: int, updates: int) -> list[int]:
 WRONG_LEDGERS = [ledger_without_lock, ledger_lock_per_worker, ledger_on_synchronized_array,
                  *lying(ledger_lies_when_iterated), ledger_returning_the_expected_totals,
                  *lying(ledger_forging_receipts), ledger_join_timeout_then_terminate,
-                 ledger_join_before_draining, ledger_forked]
+                 ledger_join_ten_seconds_then_terminate, ledger_join_before_draining,
+                 ledger_forked]
 
 
 def ledger_with_the_arrays_own_lock(workers: int, updates: int) -> list[int]:
@@ -702,8 +728,24 @@ def ledger_on_a_pool(workers: int, updates: int) -> list[int]:
         block.unlink()
 
 
+def ledger_polling_short_joins(workers: int, updates: int) -> list[int]:
+    """Correct: the Array's own lock, each worker waited for in a loop of one-second joins
+    until it has ended (a wait that never gives up)."""
+    ctx = multiprocessing.get_context("spawn")
+    ledger = ctx.Array("q", process_workers.LEDGER_SLOTS)
+    procs = [ctx.Process(target=process_workers.tally,
+                         args=(ledger, ledger.get_lock(), k, workers, updates))
+             for k in range(workers)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        while proc.is_alive():
+            proc.join(1)
+    return [int(value) for value in ledger[:process_workers.ACCOUNTS]]
+
+
 CORRECT_LEDGERS = [ledger_with_the_arrays_own_lock, ledger_single_writer,
-                   ledger_with_a_managers_lock, ledger_on_a_pool]
+                   ledger_with_a_managers_lock, ledger_on_a_pool, ledger_polling_short_joins]
 
 
 # --------------------------------------------------------------------------- choose

@@ -25,10 +25,11 @@ Why a wrong pool, ledger or choice fails every run, not just often:
   their 3,000 read-check-write updates, so they run at the same time on real cores, and an
   unguarded update loses thousands of updates every run;
 - the ledger's workers wait before their last update until the answer is seen waiting for them
-  with no time limit: an answer that gives them a timeout and terminates them stops workers
-  that have not finished, whatever the machine's speed; 9,000 updates on a queue are three
-  times what its pipe holds, so an answer that joins before it reads hangs, and is stopped
-  3 s after every worker made its last update;
+  with no time limit (one of 21 s or more counts as none), or waiting again on a worker it
+  already waited on (a loop of short joins): an answer that gives each worker one timeout and
+  terminates them stops workers that have not finished, whatever the machine's speed; 9,000
+  updates on a queue are three times what its pipe holds, so an answer that joins before it
+  reads hangs, and is stopped 3 s after every worker made its last update;
 - ``choose`` is graded on tables at the rule's edges (a median of exactly 1.2, even numbers of
   rounds, a best round far from the median) besides seeded made-up ones.
 
@@ -242,24 +243,37 @@ def test_a_ledger_that_hangs_fails_soon_after_its_workers_are_done() -> None:
 
 def test_held_workers_are_let_go_only_when_the_answer_waits_on() -> None:
     """The release policy, look by look: an answer that waits with no time limit gets its
-    workers at once; one with a shorter limit only when it waits again after that limit ran
-    out (a loop), never while it sits in the wait it will give up in."""
-    first, again = object(), object()
+    workers at once, and so does one that waits again on what it already waited on (a loop
+    of short waits); one that waits on each worker once with a shorter limit never does, not
+    even after the hold (it gives up and terminates them while they are held); one that polls
+    in its own code does once the hold is over."""
+    first, second, again = object(), object(), object()
+    worker_1, worker_2 = object(), object()
 
     def looks(*sequence: tuple[processes.Waiting, bool]) -> list[bool]:
         policy = ledger_run._Release()
         return [policy.let_go(seen, True, over) for seen, over in sequence]
 
-    no_limit = processes.Waiting(True, None, first)
+    no_limit = processes.Waiting(True, None, first, worker_1)
     assert looks((no_limit, False), (no_limit, False)) == [False, True]
-    long_limit = processes.Waiting(True, processes.LEDGER_HOLD_S, first)
+    long_limit = processes.Waiting(True, processes.LEDGER_UNLIMITED_S, first, worker_1)
     assert looks((long_limit, False), (long_limit, False)) == [False, True]
-    short = processes.Waiting(True, 1.0, first)
+    short = processes.Waiting(True, 10.0, first, worker_1)
     assert not any(looks(*[(short, False)] * 5))
     assert not any(looks(*[(short, True)] * 5))
-    assert looks((short, True), (processes.Waiting(True, 1.0, again), True)) == [False, True]
+    each_once = processes.Waiting(True, 10.0, second, worker_2)
+    assert not any(looks((short, False), (each_once, True), (each_once, True)))
+    loop = processes.Waiting(True, 1.0, again, worker_1)
+    assert looks((short, False), (loop, False)) == [False, True]
     polling = processes.Waiting(False)
     assert looks((polling, False), (polling, False), (polling, True)) == [False, False, True]
+
+
+def test_a_ledger_polling_its_workers_with_short_joins_is_let_go_at_once() -> None:
+    """``while p.is_alive(): p.join(1)`` waits again on the same worker: let go, no hold."""
+    seen = processes.run_ledger_once(answers.ledger_polling_short_joins)
+    assert 0 < seen.held_for < processes.LEDGER_HOLD_S / 2, seen.held_for
+    assert not seen.stopped and not seen.running
 
 
 def _blocked_in(wait: Callable[[], Any]) -> bool:
@@ -276,8 +290,9 @@ def test_waiting_without_a_limit_is_told_from_a_timeout_and_from_sleeping() -> N
     try:
         assert _blocked_in(forever.wait)
         assert _blocked_in(stuck.get)
-        assert _blocked_in(lambda: forever.wait(processes.LEDGER_HOLD_S * 3))
+        assert _blocked_in(lambda: forever.wait(processes.LEDGER_UNLIMITED_S * 3))
         assert not _blocked_in(lambda: forever.wait(1))
+        assert not _blocked_in(lambda: forever.wait(10))
         assert not _blocked_in(lambda: stuck.get(timeout=1))
         assert not _blocked_in(lambda: time.sleep(1))
     finally:

@@ -25,7 +25,7 @@ from autograder.checks.processes.pool import run_pool
 from autograder.checks.processes.settings import (
     CLOSE_S,
     JOIN_GRACE_S,
-    LEDGER_HOLD_S,
+    LEDGER_UNLIMITED_S,
     LEDGER_WORKERS,
     MARGIN,
     MB,
@@ -209,8 +209,9 @@ def check_ledger(run_ledger: Callable[[int, int], Any]) -> None:
             f"updates: run_ledger stopped them (a timeout, then terminate() or kill()) "
             f"{seen.returned_after:.1f} s after it was called, while they were still working. "
             "Workers take as long as they take: the grader holds each one before its last "
-            "update until run_ledger waits for it with no time limit (or for up to "
-            f"{LEDGER_HOLD_S:g} s), as a loaded machine might; expected run_ledger to wait for "
+            "update until run_ledger waits for it with no time limit (or one of "
+            f"{LEDGER_UNLIMITED_S:g} s or more), as a loaded machine might; expected run_ledger "
+            "to wait for "
             "every worker with join(), no timeout, and to stop none that is still working")
     if seen.running:
         raise AssertionError(

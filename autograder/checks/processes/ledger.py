@@ -6,11 +6,12 @@ a folder of the check's: that they started, in which process and how it was star
 ``run_ledger(3, 3000)`` runs, this module:
 
 - holds every worker before its last update and lets them all go once it sees ``run_ledger``
-  wait for them without a time limit, or with one of :data:`LEDGER_HOLD_S` or more (its
-  thread blocked in ``join()``, a queue's ``get()``, a pool's result: :func:`waiting`); after
-  :data:`LEDGER_HOLD_S`, also once it polls (in its own code, or in a new short wait after
-  the last one ran out). An answer that stops waiting after a shorter timeout and terminates
-  the workers stops workers that have not finished, every run, however fast the machine;
+  wait for them without a time limit, or with one of :data:`LEDGER_UNLIMITED_S` or more (its
+  thread blocked in ``join()``, a queue's ``get()``, a pool's result: :func:`waiting`), or
+  wait again on something it already waited on (a loop of short waits); after
+  :data:`LEDGER_HOLD_S`, also once it polls in its own code. An answer that waits once per
+  worker with a shorter timeout and terminates the workers stops workers that have not
+  finished, every run, however fast the machine;
 - gives ``run_ledger`` :data:`LEDGER_STALL_S` to return once every worker has made all its
   updates: a worker that put 3,000 updates on a queue nobody reads cannot exit (its pipe is
   full), and an answer that joins it first hangs. That is a verdict, never a hang of the grader;
@@ -45,6 +46,7 @@ from autograder.checks.processes.settings import (
     LEDGER_POLL_S,
     LEDGER_S,
     LEDGER_STALL_S,
+    LEDGER_UNLIMITED_S,
     LEDGER_UPDATES,
     LEDGER_WORKERS,
 )
@@ -225,34 +227,32 @@ class _Release:
     """When the held workers are let go, from what the answer's thread is seen doing.
 
     At once when it is seen twice in a row blocked in a wait with no time limit (or one of
-    :data:`LEDGER_HOLD_S` or more) while every worker is held. Once :data:`LEDGER_HOLD_S` has
-    passed, also when it is seen twice in a row outside any wait (polling in its own code), or
-    in a wait with a shorter limit that began after the one it was in then: it went round its
-    loop and waits again instead of giving up. An answer that gives up when its shorter
-    timeout runs out (and terminates the workers) does so while they are still held, every
-    run, whatever the machine's speed.
+    :data:`LEDGER_UNLIMITED_S` or more) while every worker is held, or when it begins a new
+    wait on something it has already waited on (``while p.is_alive(): p.join(1)``: it goes
+    round a loop instead of giving up). Once :data:`LEDGER_HOLD_S` has passed, also when it is
+    seen twice in a row outside any wait (polling in its own code). An answer that waits for
+    each worker once with a shorter limit and then terminates the ones still running
+    (``for p in procs: p.join(10)``) is never let go: it stops held workers, every run,
+    whatever the machine's speed.
     """
 
     def __init__(self) -> None:
         self.unlimited = 0
         self.outside = 0
-        self.first: Any = None
+        self.current: Any = None
+        self.targets: list[Any] = []
 
     def let_go(self, seen: Waiting, all_held: bool, hold_is_over: bool) -> bool:
         self.unlimited = self.unlimited + 1 if seen.unlimited() and all_held else 0
         self.outside = self.outside + 1 if not seen.blocked else 0
         if self.unlimited >= 2:
             return True
-        if not hold_is_over:
-            return False
-        if self.outside >= 2:
-            return True
-        if seen.blocked:
-            if self.first is None:
-                self.first = seen.call
-            elif seen.call is not self.first:
+        if seen.blocked and seen.call is not self.current:
+            self.current = seen.call
+            if any(target is seen.target for target in self.targets):
                 return True
-        return False
+            self.targets.append(seen.target)
+        return hold_is_over and self.outside >= 2
 
 
 def _not_spawned(records: process_workers.LedgerRecords) -> set[int]:
@@ -310,15 +310,18 @@ class Waiting:
     Attributes:
         blocked: It is blocked in one of the standard library's blocking calls.
         limit: That wait's time limit in seconds (None: no limit).
-        call: The outermost standard-library frame of that wait (kept, so that a later look
-            can tell the same wait from a new one).
+        call: The outermost standard-library frame of that wait, the call the answer made
+            (kept, so that a later look can tell the same wait from a new one).
+        target: What that call waits on: its ``self`` (a process, a queue, an event), or its
+            code when it has none (``multiprocessing.connection.wait``).
     """
 
     blocked: bool
     limit: float | None = None
     call: Any = None
+    target: Any = None
 
-    def unlimited(self, at_least: float = LEDGER_HOLD_S) -> bool:
+    def unlimited(self, at_least: float = LEDGER_UNLIMITED_S) -> bool:
         """Blocked with no time limit, or with one of ``at_least`` seconds or more."""
         return self.blocked and (self.limit is None or self.limit >= at_least)
 
@@ -331,26 +334,29 @@ def waiting(thread: threading.Thread) -> Waiting:
     so also ``Event.wait`` and a pool's or a future's result; ``Thread.join``), a read from a
     ``multiprocessing`` connection (a queue's or a manager's ``get``), a queue's read lock, a
     ``select``. Its time limit is the ``timeout`` (a number, not None or -1) of the outermost
-    standard-library frame on its stack that has one: what the answer passed (inner frames hold
-    what is left of it, ``select`` in milliseconds). A thread in its own code (sleeping between
-    polls), or in a call that does not block, is not blocked.
+    standard-library frame of the wait that has one: what the answer passed (inner frames hold
+    what is left of it, ``select`` in milliseconds). The wait's frames are the standard
+    library's frames from the innermost outwards, up to the first frame of other code (the
+    answer's). A thread in its own code (sleeping between polls), or in a call that does not
+    block, is not blocked.
     """
     frame = tamper.current_frames().get(thread.ident or -1)
     if frame is None or not _library(frame.f_code) or not _blocking(frame):
         return Waiting(False)
     limit, call = None, None
-    while frame is not None:
-        if _library(frame.f_code):
-            call = frame
-            timeout = frame.f_locals.get("timeout")
-            if isinstance(timeout, (int, float)) and not isinstance(timeout, bool) \
-                    and timeout >= 0:
-                limit = timeout  # the outermost one wins: what the answer passed
+    while frame is not None and _library(frame.f_code):
+        call = frame
+        timeout = frame.f_locals.get("timeout")
+        if isinstance(timeout, (int, float)) and not isinstance(timeout, bool) \
+                and timeout >= 0:
+            limit = timeout  # the outermost one wins: what the answer passed
         frame = frame.f_back
-    return Waiting(True, limit, call)
+    target = call.f_locals.get("self", call.f_code)
+    return Waiting(True, limit, call, target)
 
 
-def waits_without_limit(thread: threading.Thread, *, at_least: float = LEDGER_HOLD_S) -> bool:
+def waits_without_limit(thread: threading.Thread, *,
+                        at_least: float = LEDGER_UNLIMITED_S) -> bool:
     """Is ``thread`` blocked in a wait with no time limit (or one of ``at_least`` s or more)?"""
     return waiting(thread).unlimited(at_least)
 
