@@ -447,7 +447,8 @@ tfdata.check_loader(make_dataset)
 # independently of the shift. Iterating the result must give exactly the same images on every
 # iteration and from every thread, whether your map runs sequentially or in parallel (use a
 # parallel map: it is what you would do for speed, and the draws must not depend on it); each
-# image must get its own random draws; another `seed` must give other draws, unrelated to this
+# image must get its own random draws, chosen by its position (two identical images at two
+# positions get unrelated draws); another `seed` must give other draws, unrelated to this
 # seed's (not the same draws moved by a position, as element seeds `seed + index` give). The
 # grader checks the images, not how you map.
 #

@@ -46,6 +46,8 @@ OVERLAP_SCHEDULES, OVERLAP_CALLS = 20, 3
 SERVED_OUTCOMES = ["failed", "failed", "served", "served"]
 #: Records the parallel map serves.
 SERVED_RECORDS = 4
+#: Pairs of identical flip images, and how many alike pairs fail (augment.twins_alike).
+TWIN_PAIRS, TWINS_ALIKE = 8, 2
 
 
 def _finite(values: list[float], what: str) -> list[float]:
@@ -118,6 +120,9 @@ def check_augment(seen: dict) -> None:
     central = field(seen, "central_shifts", int)
     expect(low <= central <= high, f"{central} of the 3000 shifts were within +-"
                                    f"{MAX_DELTA / 2}, not {low}-{high}: not uniform")
+    twins = field(seen, "twins_alike", int)
+    expect(twins < TWINS_ALIKE, f"{twins} of the {TWIN_PAIRS} pairs of identical images got the "
+                                "same flip and shift: draws seeded from the pixels")
     for ahead, behind in ((shifts[0], shifts[1]), (shifts[1], shifts[0])):
         same = sum(a == b for a, b in zip(ahead[1:], behind[:-1], strict=True))
         expect(same < SHIFTED_MATCHES, f"{same} of seed 11's and seed 12's shifts are the "

@@ -20,7 +20,8 @@ How each check decides, and why its counts are enough:
   rates, how many of those images were flipped exactly when their shift was negative (the flip
   independent of the shift) and how many shifts lie within +-MAX_DELTA / 2 (the shift
   uniform); seed 12's shifts must not be seed 11's moved by one position, as element seeds
-  ``seed + index`` give), then ``stress`` (2 trials) comparing
+  ``seed + index`` give; of 8 pairs of identical images among the 3,000, fewer than 2 may get
+  the same flip and shift, as seeds from the pixels give), then ``stress`` (2 trials) comparing
   concurrent iterations with the first run. Stateful random ops are drawn in a different order
   on every iteration of a parallel map, so the first trial already differs.
 - ``fast_pipeline``: order and values, at least two reads in flight (structural, so load on

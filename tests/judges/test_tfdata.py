@@ -130,6 +130,8 @@ def test_a_flip_tied_to_the_shift_a_shift_not_uniform_or_seeds_one_position_apar
         judge.check_augment({**seen, "flips_with_negative_shift": 3000})
     with pytest.raises(Rejected, match="not uniform"):
         judge.check_augment({**seen, "central_shifts": 2171})
+    with pytest.raises(Rejected, match="pairs of identical images"):
+        judge.check_augment({**seen, "twins_alike": 8})  # seeded from the pixels
     first = seen["shifts"][0]
     moved = [*first[1:], first[0] / 2]  # seed 12's image i has seed 11's image i + 1's shift
     with pytest.raises(Rejected, match="moved by one position"):
@@ -140,7 +142,8 @@ def test_the_judges_constants_are_the_checks_settings():
     for name in ("LOADER_RECORDS", "ONE_THREAD_RUNS", "STRESS_TRIALS", "IMAGES", "MAX_DELTA",
                  "MIN_EACH_SIGN", "MIN_SPREAD", "FLIPS_WITHIN", "FAST_RECORDS",
                  "MIN_SHARE_OF_IDEAL", "SERVED_SCHEDULES", "SERVED_SAMPLES", "OVERLAP_SCHEDULES",
-                 "OVERLAP_CALLS", "SERVED_RECORDS", "ORDER_RECORDS", "SHIFTED_MATCHES"):
+                 "OVERLAP_CALLS", "SERVED_RECORDS", "TWIN_PAIRS", "TWINS_ALIKE", "ORDER_RECORDS",
+                 "SHIFTED_MATCHES"):
         assert getattr(judge, name) == getattr(settings, name), name
     n, read = settings.FAST_RECORDS, tfdata.read_seconds
     assert judge.IDEAL_FLOOR_S == pytest.approx(read(0) + settings.TRANSFORM_S

@@ -25,6 +25,9 @@ from autograder.checks.tfdata.settings import (
     SHIFTED_MATCHES,
     STRESS_TRIALS,
     TIMEOUT_S,
+    TWIN_PAIRS,
+    TWIN_TOLERANCE,
+    TWINS_ALIKE,
 )
 from autograder.harness import Result, stress
 
@@ -58,9 +61,20 @@ def image_array(count: int = IMAGES) -> np.ndarray:
 
 def flip_image_array(count: int = FLIP_DRAWS) -> np.ndarray:
     """``count`` float32 images in [0.3, 0.7] for counting flips, none symmetric (another seed
-    than :func:`image_array`)."""
+    than :func:`image_array`); the last :data:`TWIN_PAIRS` repeat the first ones."""
     rng = np.random.default_rng(SEED + 1)
-    return rng.uniform(0.3, 0.7, size=(count, *IMAGE_SHAPE)).astype("float32")
+    data = rng.uniform(0.3, 0.7, size=(count, *IMAGE_SHAPE)).astype("float32")
+    data[count - TWIN_PAIRS:] = data[:TWIN_PAIRS]
+    return data
+
+
+def twins_alike(flipped: np.ndarray, shifts: np.ndarray) -> int:
+    """How many of the :data:`TWIN_PAIRS` pairs of identical flip images got the same flip and
+    the same shift (within :data:`TWIN_TOLERANCE`)."""
+    count = len(flipped)
+    return sum(bool(flipped[i] == flipped[count - TWIN_PAIRS + i])
+               and abs(float(shifts[i]) - float(shifts[count - TWIN_PAIRS + i])) < TWIN_TOLERANCE
+               for i in range(TWIN_PAIRS))
 
 
 def flip_images(count: int = FLIP_DRAWS) -> Any:
@@ -136,16 +150,20 @@ def flip_band_errors(draws: int = FLIP_DRAWS, within: tuple[int, int] = FLIPS_WI
     return errors
 
 
-def _flip_share(augment: Callable[[Any, int], Any]) -> tuple[int, int, int]:
+def _flip_share(augment: Callable[[Any, int], Any]) -> tuple[int, int, int, int]:
     """The flips of :data:`FLIP_DRAWS` images augmented with :data:`FLIP_SEED` are within
     :data:`FLIPS_WITHIN` (probability 1/2 each; see settings for the error bounds).
 
     So are the images flipped exactly when their shift is negative, and the shifts within
     +-MAX_DELTA / 2.
 
+    Fewer than :data:`TWINS_ALIKE` of its :data:`TWIN_PAIRS` pairs of identical images got the
+    same draws.
+
     Returns:
         How many of them were flipped, flipped exactly when their shift was negative, and
-        shifted by less than MAX_DELTA / 2.
+        shifted by less than MAX_DELTA / 2, and how many pairs of identical images got the
+        same draws.
     """
     what = f"the {FLIP_DRAWS} images of augment(images, seed={FLIP_SEED})"
     try:
@@ -180,7 +198,14 @@ def _flip_share(augment: Callable[[Any, int], Any]) -> tuple[int, int, int]:
             f"{MAX_DELTA}], so half of them within +-{MAX_DELTA / 2}, but {central} of the "
             f"{FLIP_DRAWS} shifts of {what} were (expected {low}-{high}): draw the shift from "
             f"a uniform distribution, not a normal or truncated normal one")
-    return flips, agree, central
+    twins = twins_alike(flipped, shifts)
+    if twins >= TWINS_ALIKE:
+        raise AssertionError(
+            f"augment: expected each image's draws to depend on its position, not its pixels, "
+            f"but {twins} of the {TWIN_PAIRS} pairs of identical images among {what} got the "
+            f"same flip and the same shift (a correct answer: about 2.5e-6 per pair): seed "
+            f"each element from the seed and its index (enumerate), not from its content")
+    return flips, agree, central, twins
 
 
 def _collect(dataset: Any) -> np.ndarray:
@@ -216,12 +241,13 @@ def run_augment(augment: Callable[[Any, int], Any], *, trials: int = STRESS_TRIA
             "augment: seeds 11 and 12 gave the same images; expected the seed to choose the "
             "random shifts and flips.")
     _seeds_unrelated(shifts, more_shifts)
-    flips, agree, central = _flip_share(augment)
+    flips, agree, central, twins = _flip_share(augment)
     if one_thread is not None:
         one_thread.update({
             "shifts": [shifts, more_shifts], "flipped": [flipped, more_flipped],
             "seed_gap": float(np.max(np.abs(reference - other_seed))), "flips": flips,
-            "flips_with_negative_shift": agree, "central_shifts": central})
+            "flips_with_negative_shift": agree, "central_shifts": central,
+            "twins_alike": twins})
 
     def setup() -> dict[str, Any]:
         return {"dataset": dataset, "seen": [None, None]}

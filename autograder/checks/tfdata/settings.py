@@ -72,6 +72,12 @@ FLIP_DRAWS = 3000
 SHIFTED_MATCHES = 4
 FLIP_SEED = 13
 FLIPS_WITHIN = (1350, 1650)
+#: The last TWIN_PAIRS of the flip images repeat the first TWIN_PAIRS (same pixels, other
+#: positions): a correct answer draws each position on its own, so a pair gets the same flip
+#: and a shift within TWIN_TOLERANCE of the same with probability about 2.5e-6 (2e-6 / 0.4
+#: wide, times 1/2), and TWINS_ALIKE or more alike pairs of the 8 with about 1.8e-10. An
+#: element seed taken from the pixels gives every pair the same draw (issue #32).
+TWIN_PAIRS, TWINS_ALIKE, TWIN_TOLERANCE = 8, 2, 1e-6
 
 # Exercise 3 (fast_pipeline).
 #: The order run: record i's read and transform take ORDER_SLOW_S when i is even and
