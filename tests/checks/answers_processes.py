@@ -522,8 +522,13 @@ CORRECT_POOLS = [QueuePerWorkerPool, ConditionPool, PollingPool, ManagerQueuePoo
 # --------------------------------------------------------------------------- run_ledger
 
 
+def _join_each(procs: list[Any]) -> None:
+    for proc in procs:
+        proc.join()
+
+
 def _ledger_run(workers: int, updates: int, lock_for: Any, *, array: bool = False,
-                method: str = "spawn") -> list[int]:
+                method: str = "spawn", wait: Any = _join_each) -> list[int]:
     ctx = multiprocessing.get_context(method)
     block = None
     if array:
@@ -537,8 +542,7 @@ def _ledger_run(workers: int, updates: int, lock_for: Any, *, array: bool = Fals
                                                              updates)) for k in range(workers)]
     for proc in procs:
         proc.start()
-    for proc in procs:
-        proc.join()
+    wait(procs)
     if block is None:
         return list(ledger[:process_workers.ACCOUNTS])
     view = block.buf.cast("q")
@@ -619,25 +623,22 @@ def ledger_join_timeout_then_terminate(workers: int, updates: int) -> list[int]:
     return totals
 
 
-def ledger_join_ten_seconds_then_terminate(workers: int, updates: int) -> list[int]:
-    """The Array's own lock, then ``join(timeout=10)`` per worker ("never hang forever") and
-    ``terminate()`` for the ones still running: exact when each worker is done within its
-    10 s, loses updates and leaves the lock taken by a killed worker when not (red team
-    round 4, l_join10)."""
-    ctx = multiprocessing.get_context("spawn")
-    ledger = ctx.Array("q", process_workers.LEDGER_SLOTS)
-    procs = [ctx.Process(target=process_workers.tally,
-                         args=(ledger, ledger.get_lock(), k, workers, updates))
-             for k in range(workers)]
-    for proc in procs:
-        proc.start()
+def _join_ten_seconds_then_terminate(procs: list[Any]) -> None:
     for proc in procs:
         proc.join(timeout=10)
     for proc in procs:
         if proc.is_alive():
             proc.terminate()
             proc.join()
-    return [int(value) for value in ledger[:process_workers.ACCOUNTS]]
+
+
+def ledger_join_ten_seconds_then_terminate(workers: int, updates: int) -> list[int]:
+    """The Array's own lock, then ``join(timeout=10)`` per worker ("never hang forever") and
+    ``terminate()`` for the ones still running: exact when each worker is done within its
+    10 s, loses updates and leaves the lock taken by a killed worker when not (red team
+    round 4, l_join10)."""
+    return _ledger_run(workers, updates, lambda ctx, source: source.get_lock(), array=True,
+                       wait=_join_ten_seconds_then_terminate)
 
 
 #: The hold outlasts its three 10 s joins on every run (30 s each): three runs, not twenty.
@@ -728,20 +729,17 @@ def ledger_on_a_pool(workers: int, updates: int) -> list[int]:
         block.unlink()
 
 
-def ledger_polling_short_joins(workers: int, updates: int) -> list[int]:
-    """Correct: the Array's own lock, each worker waited for in a loop of one-second joins
-    until it has ended (a wait that never gives up)."""
-    ctx = multiprocessing.get_context("spawn")
-    ledger = ctx.Array("q", process_workers.LEDGER_SLOTS)
-    procs = [ctx.Process(target=process_workers.tally,
-                         args=(ledger, ledger.get_lock(), k, workers, updates))
-             for k in range(workers)]
-    for proc in procs:
-        proc.start()
+def _poll_each_with_short_joins(procs: list[Any]) -> None:
     for proc in procs:
         while proc.is_alive():
             proc.join(1)
-    return [int(value) for value in ledger[:process_workers.ACCOUNTS]]
+
+
+def ledger_polling_short_joins(workers: int, updates: int) -> list[int]:
+    """Correct: the Array's own lock, each worker waited for in a loop of one-second joins
+    until it has ended (a wait that never gives up)."""
+    return _ledger_run(workers, updates, lambda ctx, source: source.get_lock(), array=True,
+                       wait=_poll_each_with_short_joins)
 
 
 CORRECT_LEDGERS = [ledger_with_the_arrays_own_lock, ledger_single_writer,

@@ -610,31 +610,36 @@ class LazyLockStats:
 
 class _LockedStats:
     """The lesson's layout (a lock around each count, none around the read), for the wrong
-    answers below to change one thing of."""
+    answers below to change one thing of: which errors count (``counted``), where the counts
+    live (``_counts``)."""
+
+    counted: type[BaseException] = Exception
 
     def __init__(self, read):
         self._read = read
         self._lock = threading.Lock()
-        self._served = self._failed = 0
+        self._counts = {"served": 0, "failed": 0}
+
+    def _add(self, kind, amount=1):
+        with self._lock:
+            self._counts[kind] += amount
 
     def __call__(self, i):
         try:
             record = self._read(i)
-        except Exception:
-            with self._lock:
-                self._failed += 1
+        except self.counted:
+            self._add("failed")
             raise
-        with self._lock:
-            self._served += 1
+        self._add("served")
         return record
 
     def served(self):
         with self._lock:
-            return self._served
+            return self._counts["served"]
 
     def failed(self):
         with self._lock:
-            return self._failed
+            return self._counts["failed"]
 
 
 class CountFirstStats(_LockedStats):
@@ -643,14 +648,12 @@ class CountFirstStats(_LockedStats):
     round 4, s3)."""
 
     def __call__(self, i):
-        with self._lock:
-            self._served += 1
+        self._add("served")
         try:
             return self._read(i)
         except Exception:
-            with self._lock:
-                self._served -= 1
-                self._failed += 1
+            self._add("served", -1)
+            self._add("failed")
             raise
 
 
@@ -658,44 +661,19 @@ class ClassCountsStats(_LockedStats):
     """Keeps the counts on the class and resets them in ``__init__``: a second object resets
     the first one's counts (red team round 4, s4)."""
 
-    counts = {"served": 0, "failed": 0}
+    shared_counts = {"served": 0, "failed": 0}
 
     def __init__(self, read):
         super().__init__(read)
-        ClassCountsStats.counts.update(served=0, failed=0)
-
-    def __call__(self, i):
-        try:
-            record = self._read(i)
-        except Exception:
-            with self._lock:
-                ClassCountsStats.counts["failed"] += 1
-            raise
-        with self._lock:
-            ClassCountsStats.counts["served"] += 1
-        return record
-
-    def served(self):
-        return ClassCountsStats.counts["served"]
-
-    def failed(self):
-        return ClassCountsStats.counts["failed"]
+        ClassCountsStats.shared_counts.update(served=0, failed=0)
+        self._counts = ClassCountsStats.shared_counts
 
 
 class OSErrorOnlyStats(_LockedStats):
     """Counts only the reads that raise an OSError (a missing file); a read that raises anything
     else is not counted at all (red team round 4, s2)."""
 
-    def __call__(self, i):
-        try:
-            record = self._read(i)
-        except OSError:
-            with self._lock:
-                self._failed += 1
-            raise
-        with self._lock:
-            self._served += 1
-        return record
+    counted = OSError
 
 
 class TwoReadsStats(_LockedStats):
