@@ -203,6 +203,7 @@ _WATCHED: list[_Watched] = [
     _Watched(threading, "settrace", _python_in(threading)),
     _Watched(threading, "gettrace", _python_in(threading)),
     _Watched(threading, "current_thread", _python_in(threading)),
+    _Watched(threading, "enumerate", _python_in(threading)),
     _Watched(queue, "Queue", _python_in(queue)),
     _Watched(queue, "SimpleQueue", lambda obj: _is_c_type(obj, "_queue")),
     _Watched(concurrent.futures, "ThreadPoolExecutor",

@@ -119,3 +119,17 @@ def test_flip_count_of_the_fixed_seed_is_in_the_band_exactly_when_the_probabilit
         with pytest.raises(AssertionError, match="flipped with probability 1/2, but "
                                                  f"{flips} of the 3000 images"):
             tfdata.check_augment(answer)
+
+
+def test_a_leaking_loader_that_hides_its_threads_from_enumerate_still_fails(monkeypatch):
+    """The early-stop run counts threads with ``threading.enumerate``; an answer that replaces
+    it (or patches ``Thread.is_alive``) to hide its leaked producers fails all the same."""
+    def hiding_loader(read, n):
+        threading.Thread.is_alive = lambda self: False
+        threading.enumerate = lambda: [threading.main_thread()]
+        return answers.producer_per_iteration_loader(read, n)
+
+    monkeypatch.setattr(threading, "enumerate", threading.enumerate)
+    monkeypatch.setattr(threading.Thread, "is_alive", threading.Thread.is_alive)
+    with pytest.raises(AssertionError, match="threading.enumerate was replaced"):
+        tfdata.check_loader(hiding_loader)

@@ -67,7 +67,7 @@ def test_a_noop_threading_lock_makes_stress_refuse_to_pass(monkeypatch):
     (threading, "RLock"), (threading, "Condition"), (threading, "Semaphore"),
     (threading, "BoundedSemaphore"), (threading, "Event"), (threading, "Barrier"),
     (threading, "Thread"), (threading, "settrace"), (queue, "Queue"), (sys, "settrace"),
-    (sys, "setswitchinterval"), (sys, "getswitchinterval"),
+    (sys, "setswitchinterval"), (sys, "getswitchinterval"), (threading, "enumerate"),
 ])
 def test_replacing_a_primitive_or_hook_is_named_in_the_message(monkeypatch, owner, name):
     monkeypatch.setattr(owner, name, lambda *a, **k: None)

@@ -85,7 +85,8 @@ def left_running_after_early_stops(make_dataset: Callable[..., Any], n: int) -> 
     ``make_dataset(read, n)`` each stopped after :data:`EARLY_TAKE` elements are still alive
     once the iterators are gone, after waiting up to :data:`LEFT_RUNNING_WAIT_S` for them to
     end (threads of native code that merely called Python do not count)."""
-    before = set(threading.enumerate())
+    before = threading.enumerate()  # kept, so that no id below is reused by a new thread
+    known = {id(thread) for thread in before}
     try:
         dataset = make_dataset(_instant_read, n)
         for _ in range(EARLY_STOPS):
@@ -99,12 +100,13 @@ def left_running_after_early_stops(make_dataset: Callable[..., Any], n: int) -> 
             f"make_dataset: iterations that stop after {EARLY_TAKE} of the {n} records raised "
             f"{exception_line(error)}") from None
     gc.collect()
-    deadline = time.monotonic() + LEFT_RUNNING_WAIT_S
+    deadline = tamper.monotonic() + LEFT_RUNNING_WAIT_S
     while True:
-        left = [thread for thread in threading.enumerate()
-                if thread not in before and thread.is_alive()
+        # enumerate() lists the running threads only (it is watched: replacing it fails the
+        # stress run that follows); Thread.is_alive, a method the answer could patch, is not read.
+        left = [thread for thread in threading.enumerate() if id(thread) not in known
                 and not isinstance(thread, threading._DummyThread)]  # noqa: SLF001
-        if not left or time.monotonic() >= deadline:
+        if not left or tamper.monotonic() >= deadline:
             return len(left)
         time.sleep(0.05)
 
