@@ -258,20 +258,21 @@ def _record(what: str, index: int, detail: str = "") -> None:
 
 
 def _held(index: int) -> None:
-    """While graded: say so, and wait until the grader writes ``release`` (bounded).
+    """While graded: say so, and wait until the grader writes ``release`` or
+    ``release-<index>`` (bounded).
 
-    The grader holds every worker here, before its last update, until it sees the answer
-    wait for the workers without a time limit (``join()``), or until its hold runs out: a
+    The grader holds every worker here, before its last update, and one of them until it sees
+    the answer wait for it without a time limit (``join()``), or until its hold runs out: a
     ``run_ledger`` that stops waiting after a shorter timeout and terminates the workers then
-    stops workers that have not finished, every run, however fast the machine.
+    stops a worker that has not finished, every run, however fast the machine.
     """
     folder = os.environ.get(RECEIPTS_ENV)
     if not folder:
         return
     _record("held", index)
-    release = os.path.join(folder, "release")
+    releases = (os.path.join(folder, "release"), os.path.join(folder, f"release-{index}"))
     for _ in range(int(HOLD_LIMIT_S / _HOLD_POLL_S)):
-        if os.path.exists(release):
+        if any(os.path.exists(release) for release in releases):
             return
         time.sleep(_HOLD_POLL_S)
 

@@ -623,26 +623,43 @@ def ledger_join_timeout_then_terminate(workers: int, updates: int) -> list[int]:
     return totals
 
 
-def _join_ten_seconds_then_terminate(procs: list[Any]) -> None:
+def _join_thirty_seconds_then_terminate(procs: list[Any]) -> None:
     for proc in procs:
-        proc.join(timeout=10)
+        proc.join(timeout=30)
     for proc in procs:
         if proc.is_alive():
             proc.terminate()
             proc.join()
 
 
-def ledger_join_ten_seconds_then_terminate(workers: int, updates: int) -> list[int]:
-    """The Array's own lock, then ``join(timeout=10)`` per worker ("never hang forever") and
+def ledger_join_thirty_seconds_then_terminate(workers: int, updates: int) -> list[int]:
+    """The Array's own lock, then ``join(timeout=30)`` per worker ("never hang forever") and
     ``terminate()`` for the ones still running: exact when each worker is done within its
-    10 s, loses updates and leaves the lock taken by a killed worker when not (red team
-    round 4, l_join10)."""
+    30 s, loses updates and leaves the lock taken by a killed worker when not (red team
+    rounds 4 and 5, l_join10 and l_join30)."""
     return _ledger_run(workers, updates, lambda ctx, source: source.get_lock(), array=True,
-                       wait=_join_ten_seconds_then_terminate)
+                       wait=_join_thirty_seconds_then_terminate)
 
 
-#: The hold outlasts its three 10 s joins on every run (30 s each): three runs, not twenty.
-ledger_join_ten_seconds_then_terminate.decided_by_construction = True
+def _join_last_first_with_a_timeout(procs: list[Any]) -> None:
+    for proc in reversed(procs):
+        proc.join(timeout=2)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+
+
+def ledger_join_last_first_then_kill(workers: int, updates: int) -> list[int]:
+    """The Array's own lock, the workers joined last first with ``join(timeout=2)`` each,
+    and killed when still running: the grader's kept worker (the first) is waited for last,
+    after the others have gone."""
+    return _ledger_run(workers, updates, lambda ctx, source: source.get_lock(), array=True,
+                       wait=_join_last_first_with_a_timeout)
+
+
+#: The kept worker outlasts its one timeout on every run (30 s, 2 s): three runs, not twenty.
+ledger_join_thirty_seconds_then_terminate.decided_by_construction = True
+ledger_join_last_first_then_kill.decided_by_construction = True
 
 
 def ledger_join_before_draining(workers: int, updates: int) -> list[int]:
@@ -675,7 +692,8 @@ def ledger_forked(workers: int, updates: int) -> list[int]:
 WRONG_LEDGERS = [ledger_without_lock, ledger_lock_per_worker, ledger_on_synchronized_array,
                  *lying(ledger_lies_when_iterated), ledger_returning_the_expected_totals,
                  *lying(ledger_forging_receipts), ledger_join_timeout_then_terminate,
-                 ledger_join_ten_seconds_then_terminate, ledger_join_before_draining,
+                 ledger_join_thirty_seconds_then_terminate,
+                 ledger_join_last_first_then_kill, ledger_join_before_draining,
                  ledger_forked]
 
 

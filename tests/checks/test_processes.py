@@ -24,10 +24,11 @@ Why a wrong pool, ledger or choice fails every run, not just often:
 - the ledger's workers raise a start flag each and wait (bounded) for all the others before
   their 3,000 read-check-write updates, so they run at the same time on real cores, and an
   unguarded update loses thousands of updates every run;
-- the ledger's workers wait before their last update until the answer is seen waiting for them
-  with no time limit (one of 21 s or more counts as none), or waiting again on a worker it
-  already waited on (a loop of short joins): an answer that gives each worker one timeout and
-  terminates them stops workers that have not finished, whatever the machine's speed; 9,000
+- the ledger's workers wait before their last update; once the answer is seen in a wait, all
+  but one go on, and that one waits until the answer is seen waiting for it with no time
+  limit (one of 45 s or more counts as none), or waiting again on what it already waited on
+  (a loop of short joins): an answer that gives each worker one timeout and terminates them
+  stops the held worker, in whichever order it joins them, whatever the machine's speed; 9,000
   updates on a queue are three times what its pipe holds, so an answer that joins before it
   reads hangs, and is stopped 3 s after every worker made its last update;
 - ``choose`` is graded on tables at the rule's edges (a median of exactly 1.2, even numbers of
@@ -42,6 +43,7 @@ import itertools
 import multiprocessing
 import threading
 import time
+import types
 from collections.abc import Callable
 from multiprocessing import shared_memory
 from typing import Any
@@ -241,32 +243,48 @@ def test_a_ledger_that_hangs_fails_soon_after_its_workers_are_done() -> None:
     assert time.monotonic() - start < processes.LEDGER_STALL_S + 15
 
 
+class _Started:
+    """What a started ``multiprocessing`` process holds of its pid."""
+
+    def __init__(self, pid: int) -> None:
+        self._popen = types.SimpleNamespace(pid=pid)
+
+
 def test_held_workers_are_let_go_only_when_the_answer_waits_on() -> None:
     """The release policy, look by look: an answer that waits with no time limit gets its
     workers at once, and so does one that waits again on what it already waited on (a loop
-    of short waits); one that waits on each worker once with a shorter limit never does, not
-    even after the hold (it gives up and terminates them while they are held); one that polls
-    in its own code does once the hold is over."""
+    of short waits); one that waits on each worker once with a shorter limit gets every
+    worker but the kept one, and never that one, not even after the hold (it gives up and
+    terminates it while it is held); one that polls in its own code gets them all once the
+    hold is over."""
     first, second, again = object(), object(), object()
-    worker_1, worker_2 = object(), object()
+    kept, other = _Started(100), _Started(101)
+    workers = {100: processes.LEDGER_KEPT, 101: processes.LEDGER_KEPT + 1}
 
-    def looks(*sequence: tuple[processes.Waiting, bool]) -> list[bool]:
+    def looks(*sequence: tuple[processes.Waiting, bool], all_held: bool = True) -> list:
         policy = ledger_run._Release()
-        return [policy.let_go(seen, True, over) for seen, over in sequence]
+        return [policy.let_go(seen, all_held, over, workers) for seen, over in sequence]
 
-    no_limit = processes.Waiting(True, None, first, worker_1)
-    assert looks((no_limit, False), (no_limit, False)) == [False, True]
-    long_limit = processes.Waiting(True, processes.LEDGER_UNLIMITED_S, first, worker_1)
-    assert looks((long_limit, False), (long_limit, False)) == [False, True]
-    short = processes.Waiting(True, 10.0, first, worker_1)
-    assert not any(looks(*[(short, False)] * 5))
-    assert not any(looks(*[(short, True)] * 5))
-    each_once = processes.Waiting(True, 10.0, second, worker_2)
-    assert not any(looks((short, False), (each_once, True), (each_once, True)))
-    loop = processes.Waiting(True, 1.0, again, worker_1)
-    assert looks((short, False), (loop, False)) == [False, True]
+    no_limit = processes.Waiting(True, None, first, kept)
+    assert looks((no_limit, False), (no_limit, False)) == ["others", "all"]
+    assert looks((no_limit, False), (no_limit, False), all_held=False) == [None, None]
+    long_limit = processes.Waiting(True, processes.LEDGER_UNLIMITED_S, first, kept)
+    assert looks((long_limit, False), (long_limit, False)) == ["others", "all"]
+    queue = processes.Waiting(True, None, first, object())
+    assert looks((queue, False), (queue, False)) == ["others", "all"]
+    short = processes.Waiting(True, processes.LEDGER_UNLIMITED_S - 1, first, kept)
+    assert looks(*[(short, False)] * 5) == ["others"] + [None] * 4
+    assert looks(*[(short, True)] * 5) == ["others"] + [None] * 4
+    elsewhere = processes.Waiting(True, None, second, other)
+    assert looks(*[(elsewhere, False)] * 5) == ["others"] + [None] * 4
+    each_once = processes.Waiting(True, 10.0, second, other)
+    assert looks((short, False), (each_once, True), (each_once, True)) == ["others", None, None]
+    loop = processes.Waiting(True, 1.0, again, kept)
+    assert looks((short, False), (loop, False)) == ["others", "all"]
+    loop_elsewhere = processes.Waiting(True, 1.0, again, other)
+    assert looks((each_once, False), (loop_elsewhere, False)) == ["others", None]
     polling = processes.Waiting(False)
-    assert looks((polling, False), (polling, False), (polling, True)) == [False, False, True]
+    assert looks((polling, False), (polling, False), (polling, True)) == [None, None, "all"]
 
 
 def test_a_ledger_polling_its_workers_with_short_joins_is_let_go_at_once() -> None:

@@ -208,7 +208,7 @@ def check_ledger(run_ledger: Callable[[int, int], Any]) -> None:
             f"{exercise}: ledger worker(s) {seen.stopped} ended before they had made all their "
             f"updates: run_ledger stopped them (a timeout, then terminate() or kill()) "
             f"{seen.returned_after:.1f} s after it was called, while they were still working. "
-            "Workers take as long as they take: the grader holds each one before its last "
+            "Workers take as long as they take: the grader holds one before its last "
             "update until run_ledger waits for it with no time limit (or one of "
             f"{LEDGER_UNLIMITED_S:g} s or more), as a loaded machine might; expected run_ledger "
             "to wait for "

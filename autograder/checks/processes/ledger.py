@@ -5,13 +5,15 @@ a folder of the check's: that they started, in which process and how it was star
 ``spawn``...), that they wait before their last update, and that they made every update. While
 ``run_ledger(3, 3000)`` runs, this module:
 
-- holds every worker before its last update and lets them all go once it sees ``run_ledger``
-  wait for them without a time limit, or with one of :data:`LEDGER_UNLIMITED_S` or more (its
-  thread blocked in ``join()``, a queue's ``get()``, a pool's result: :func:`waiting`), or
-  wait again on something it already waited on (a loop of short waits); after
-  :data:`LEDGER_HOLD_S`, also once it polls in its own code. An answer that waits once per
-  worker with a shorter timeout and terminates the workers stops workers that have not
-  finished, every run, however fast the machine;
+- holds every worker before its last update; once all are held and ``run_ledger`` is seen in
+  a wait (its thread blocked in ``join()``, a queue's ``get()``, a pool's result:
+  :func:`waiting`), lets every worker but :data:`LEDGER_KEPT` go. That one goes when
+  ``run_ledger`` is seen waiting for it (or for what is not another worker) without a time
+  limit, or with one of :data:`LEDGER_UNLIMITED_S` or more, or waiting again on something it
+  already waited on (a loop of short waits); after :data:`LEDGER_HOLD_S`, also once it polls
+  in its own code. An answer that waits once per worker with a shorter timeout and
+  terminates the workers stops the kept worker, every run, however fast the machine, after
+  one timeout;
 - gives ``run_ledger`` :data:`LEDGER_STALL_S` to return once every worker has made all its
   updates: a worker that put 3,000 updates on a queue nobody reads cannot exit (its pipe is
   full), and an answer that joins it first hangs. That is a verdict, never a hang of the grader;
@@ -43,6 +45,7 @@ from autograder.checks.processes.settings import (
     EXEC_POLL_S,
     EXEC_POLLS,
     LEDGER_HOLD_S,
+    LEDGER_KEPT,
     LEDGER_POLL_S,
     LEDGER_S,
     LEDGER_STALL_S,
@@ -205,11 +208,17 @@ def _conduct(call: _Call, receipts: str, workers: int, seen: LedgerRun,
         if not released:
             if held and held_since is None:
                 held_since = now
-            if held_since is not None and policy.let_go(
-                    waiting(call.thread), everyone <= held, now - held_since >= LEDGER_HOLD_S):
-                _release(receipts)
-                released = True
-                seen.held_for = now - held_since
+            if held_since is not None:
+                go = policy.let_go(waiting(call.thread), everyone <= held,
+                                   now - held_since >= LEDGER_HOLD_S,
+                                   {pid: index for index, pid in records.started})
+                if go == "others":
+                    for index in everyone - {LEDGER_KEPT}:
+                        _release(receipts, index)
+                elif go == "all":
+                    _release(receipts)
+                    released = True
+                    seen.held_for = now - held_since
         elif everyone <= done:
             done_since = now if done_since is None else done_since
             if now - done_since > LEDGER_STALL_S:
@@ -226,14 +235,17 @@ def _conduct(call: _Call, receipts: str, workers: int, seen: LedgerRun,
 class _Release:
     """When the held workers are let go, from what the answer's thread is seen doing.
 
-    At once when it is seen twice in a row blocked in a wait with no time limit (or one of
-    :data:`LEDGER_UNLIMITED_S` or more) while every worker is held, or when it begins a new
-    wait on something it has already waited on (``while p.is_alive(): p.join(1)``: it goes
-    round a loop instead of giving up). Once :data:`LEDGER_HOLD_S` has passed, also when it is
-    seen twice in a row outside any wait (polling in its own code). An answer that waits for
-    each worker once with a shorter limit and then terminates the ones still running
-    (``for p in procs: p.join(10)``) is never let go: it stops held workers, every run,
-    whatever the machine's speed.
+    Every worker but :data:`LEDGER_KEPT` (``"others"``), once all are held and the answer is
+    seen blocked in any wait. Every worker (``"all"``) when it is seen twice in a row waiting,
+    with no time limit (or one of :data:`LEDGER_UNLIMITED_S` or more), for the kept worker or
+    for something that is not another worker (a queue, a pool's result) while every worker is
+    held (or the others have gone); or when it begins a new wait on something it has already
+    waited on, other than another worker (``while p.is_alive(): p.join(1)``: it goes round a
+    loop instead of giving up). Once :data:`LEDGER_HOLD_S` has passed, also when it is seen
+    twice in a row outside any wait (polling in its own code). An answer that waits for each
+    worker once with a shorter limit and then terminates the ones still running
+    (``for p in procs: p.join(30)``) never gets the kept worker: it stops it, every run,
+    whatever the machine's speed, one timeout after it began to wait for it.
     """
 
     def __init__(self) -> None:
@@ -241,18 +253,51 @@ class _Release:
         self.outside = 0
         self.current: Any = None
         self.targets: list[Any] = []
+        self.others_gone = False
 
-    def let_go(self, seen: Waiting, all_held: bool, hold_is_over: bool) -> bool:
-        self.unlimited = self.unlimited + 1 if seen.unlimited() and all_held else 0
+    def let_go(self, seen: Waiting, all_held: bool, hold_is_over: bool,
+               workers: dict[int, int] | None = None) -> str | None:
+        """``"all"``, ``"others"`` (every worker but the kept one, said once) or None.
+
+        Args:
+            seen: What the answer's thread is doing now.
+            all_held: Every worker is held before its last update.
+            hold_is_over: :data:`LEDGER_HOLD_S` has passed since the first was held.
+            workers: Pid -> index of the ledger workers seen so far.
+        """
         self.outside = self.outside + 1 if not seen.blocked else 0
-        if self.unlimited >= 2:
-            return True
-        if seen.blocked and seen.call is not self.current:
+        if hold_is_over and self.outside >= 2:
+            return "all"
+        if not seen.blocked:
+            self.unlimited = 0
+            return None
+        worker = (workers or {}).get(_pid_of(seen.target))
+        kept = worker is None or worker == LEDGER_KEPT
+        again = False
+        if seen.call is not self.current:
             self.current = seen.call
-            if any(target is seen.target for target in self.targets):
-                return True
-            self.targets.append(seen.target)
-        return hold_is_over and self.outside >= 2
+            again = any(target is seen.target for target in self.targets)
+            if not again:
+                self.targets.append(seen.target)
+        waits_on = seen.unlimited() and kept and (all_held or self.others_gone)
+        self.unlimited = self.unlimited + 1 if waits_on else 0
+        if kept and (again or self.unlimited >= 2):
+            return "all"
+        if all_held and not self.others_gone:
+            self.others_gone = True
+            return "others"
+        return None
+
+
+def _pid_of(target: Any) -> int | None:
+    """The pid of a started ``multiprocessing`` process object, read from its attributes
+    without running its code (None for anything else)."""
+    try:
+        popen = object.__getattribute__(target, "__dict__").get("_popen")
+        pid = object.__getattribute__(popen, "__dict__").get("pid")
+    except (AttributeError, TypeError):
+        return None
+    return pid if type(pid) is int else None
 
 
 def _not_spawned(records: process_workers.LedgerRecords) -> set[int]:
@@ -280,10 +325,12 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _release(receipts: str) -> None:
-    """Let every held worker make its last update (and every later one not wait at all)."""
+def _release(receipts: str, index: int | None = None) -> None:
+    """Let held worker ``index`` (None: every held worker, and every later one) make its last
+    update."""
+    name = "release" if index is None else f"release-{index}"
     try:
-        with open(os.path.join(receipts, "release"), "w", encoding="utf-8"):
+        with open(os.path.join(receipts, name), "w", encoding="utf-8"):
             pass
     except OSError:
         pass
