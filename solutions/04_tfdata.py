@@ -443,14 +443,16 @@ tfdata.check_loader(make_dataset)
 # Write `augment(images, seed)`. `images` is a dataset of float32 images shaped
 # `tfdata.IMAGE_SHAPE` (`tfdata.images()` makes one). Return a dataset with, for each image in
 # input order, the image plus a random brightness shift drawn uniformly from
-# `[-tfdata.MAX_DELTA, tfdata.MAX_DELTA]`, then flipped left to right with probability 1/2,
-# independently of the shift. Iterating the result must give exactly the same images on every
-# iteration and from every thread, whether your map runs sequentially or in parallel (use a
-# parallel map: it is what you would do for speed, and the draws must not depend on it); each
-# image must get its own random draws, chosen by its position (two identical images at two
-# positions get unrelated draws); another `seed` must give other draws, unrelated to this
-# seed's (not the same draws moved by a position, as element seeds `seed + index` give). The
-# grader checks the images, not how you map.
+# `[-tfdata.MAX_DELTA, tfdata.MAX_DELTA]` (not clipped: a shifted pixel may leave [0, 1]),
+# then flipped left to right with probability 1/2, independently of the shift. The images must
+# depend on `seed` alone, not on TensorFlow's global seed (`tf.random.set_seed`), which an op
+# seed such as `tf.random.uniform(..., seed=seed)` is combined with. Iterating the result must
+# give exactly the same images on every iteration and from every thread, whether your map runs
+# sequentially or in parallel (use a parallel map: it is what you would do for speed, and the
+# draws must not depend on it); each image must get its own random draws, chosen by its
+# position (two identical images at two positions get unrelated draws); another `seed` must
+# give other draws, unrelated to this seed's (not the same draws moved by a position, as
+# element seeds `seed + index` give). The grader checks the images, not how you map.
 #
 # Two different wishes are mixed up easily. *Reproducible*: the same `seed` gives the same
 # data in every run of the experiment, which this exercise asks for. *Varied between epochs*:

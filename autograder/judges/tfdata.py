@@ -48,6 +48,8 @@ SERVED_OUTCOMES = ["failed", "failed", "served", "served"]
 SERVED_RECORDS = 4
 #: Pairs of identical flip images, and how many alike pairs fail (augment.twins_alike).
 TWIN_PAIRS, TWINS_ALIKE = 8, 2
+#: How many global seeds augment is built again under (augment.GLOBAL_SEEDS).
+GLOBAL_SEEDS = 2
 
 
 def _finite(values: list[float], what: str) -> list[float]:
@@ -120,6 +122,11 @@ def check_augment(seen: dict) -> None:
     central = field(seen, "central_shifts", int)
     expect(low <= central <= high, f"{central} of the 3000 shifts were within +-"
                                    f"{MAX_DELTA / 2}, not {low}-{high}: not uniform")
+    gaps = _finite(items(seen, "global_seed_gaps", float, at_least=GLOBAL_SEEDS,
+                         at_most=GLOBAL_SEEDS), "the global seeds' differences")
+    expect(all(gap <= SAME_IMAGE for gap in gaps),
+           f"augment(images, 11) built under other global seeds differed by {gaps}: the "
+           "draws depend on TensorFlow's global seed")
     twins = field(seen, "twins_alike", int)
     expect(twins < TWINS_ALIKE, f"{twins} of the {TWIN_PAIRS} pairs of identical images got the "
                                 "same flip and shift: draws seeded from the pixels")

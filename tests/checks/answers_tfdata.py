@@ -343,6 +343,34 @@ def pixel_seed_augment(images, seed):
 pixel_seed_augment.decided_by_construction = True
 
 
+def clipped_augment(images, seed):
+    """The solution's draws, and the brightened image clipped to [0, 1] before the flip: not
+    the image plus a shift wherever a pixel leaves the range (red team round 4, a4)."""
+    def one(index, image):
+        element_seed = tf.stack([tf.constant(seed, tf.int64), index])
+        image = tf.image.stateless_random_brightness(image, tfdata.MAX_DELTA, element_seed)
+        image = tf.clip_by_value(image, 0.0, 1.0)
+        return tf.image.stateless_random_flip_left_right(image, element_seed + 1)
+
+    return images.enumerate().map(one, num_parallel_calls=AUTOTUNE, deterministic=True)
+
+
+def op_seeded_sequential_augment(images, seed):
+    """Stateful ops with op seeds in a sequential map: the same draws on every iteration under
+    one global seed, other draws under another (red team round 4, a5)."""
+    def one(image):
+        image = image + tf.random.uniform([], -tfdata.MAX_DELTA, tfdata.MAX_DELTA, seed=seed)
+        flip = tf.random.uniform([], seed=seed + 1) < 0.5
+        return tf.where(flip, tf.reverse(image, axis=[1]), image)
+
+    return images.map(one)
+
+
+#: Both fail on one thread, before any stress, the same way every run: three runs, not twenty.
+clipped_augment.decided_by_construction = True
+op_seeded_sequential_augment.decided_by_construction = True
+
+
 def fold_in_augment(images, seed):
     """Correct, unusual: a ``tf.random.Generator.from_seed`` key folded with the position
     (``stateless_fold_in``), the flip and the shift from two different folds."""
@@ -363,7 +391,7 @@ WRONG_AUGMENTS = [stateful_augment, shared_generator_augment, one_seed_augment,
                   unordered_augment, brighter_only_augment, narrow_shift_augment,
                   rare_flip_augment, fifth_flip_augment, forty_percent_flip_augment,
                   same_seed_augment, truncated_normal_augment, seed_plus_index_augment,
-                  pixel_seed_augment]
+                  pixel_seed_augment, clipped_augment, op_seeded_sequential_augment]
 CORRECT_AUGMENTS = [split_seed_augment, numpy_rng_augment, bernoulli_flip_augment,
                     fold_in_augment]
 

@@ -123,7 +123,7 @@ def test_a_count_ahead_of_its_reads_class_level_counts_or_an_uncounted_value_err
         judge.check_served({**seen, "overlaps": overlaps})
 
 
-def test_a_flip_tied_to_the_shift_a_shift_not_uniform_or_seeds_one_position_apart_are_refused(
+def test_a_flip_tied_to_the_shift_a_shift_not_uniform_seeds_apart_or_global_seeds_are_refused(
         observed):
     seen = observed["check_augment"]
     with pytest.raises(Rejected, match="flipped exactly when their shift was negative"):
@@ -132,6 +132,10 @@ def test_a_flip_tied_to_the_shift_a_shift_not_uniform_or_seeds_one_position_apar
         judge.check_augment({**seen, "central_shifts": 2171})
     with pytest.raises(Rejected, match="pairs of identical images"):
         judge.check_augment({**seen, "twins_alike": 8})  # seeded from the pixels
+    with pytest.raises(Rejected, match="global seed"):
+        judge.check_augment({**seen, "global_seed_gaps": [0.0, 0.31]})  # op-seeded, stateful
+    with pytest.raises(Rejected):
+        judge.check_augment({**seen, "global_seed_gaps": [0.0]})
     first = seen["shifts"][0]
     moved = [*first[1:], first[0] / 2]  # seed 12's image i has seed 11's image i + 1's shift
     with pytest.raises(Rejected, match="moved by one position"):
@@ -139,6 +143,7 @@ def test_a_flip_tied_to_the_shift_a_shift_not_uniform_or_seeds_one_position_apar
 
 
 def test_the_judges_constants_are_the_checks_settings():
+    assert judge.GLOBAL_SEEDS == len(settings.GLOBAL_SEEDS)
     for name in ("LOADER_RECORDS", "ONE_THREAD_RUNS", "STRESS_TRIALS", "IMAGES", "MAX_DELTA",
                  "MIN_EACH_SIGN", "MIN_SPREAD", "FLIPS_WITHIN", "FAST_RECORDS",
                  "MIN_SHARE_OF_IDEAL", "SERVED_SCHEDULES", "SERVED_SAMPLES", "OVERLAP_SCHEDULES",

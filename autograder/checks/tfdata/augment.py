@@ -14,8 +14,10 @@ from autograder.checks.plain import exception_line
 from autograder.checks.tfdata.records import _values, own_threads
 from autograder.checks.tfdata.settings import (
     FLIP_DRAWS,
+    FLIP_PIXELS,
     FLIP_SEED,
     FLIPS_WITHIN,
+    GLOBAL_SEEDS,
     IMAGE_SHAPE,
     IMAGES,
     MAX_DELTA,
@@ -60,10 +62,11 @@ def image_array(count: int = IMAGES) -> np.ndarray:
 
 
 def flip_image_array(count: int = FLIP_DRAWS) -> np.ndarray:
-    """``count`` float32 images in [0.3, 0.7] for counting flips, none symmetric (another seed
-    than :func:`image_array`); the last :data:`TWIN_PAIRS` repeat the first ones."""
+    """``count`` float32 images spanning :data:`FLIP_PIXELS` for counting flips, none
+    symmetric (another seed than :func:`image_array`); the last :data:`TWIN_PAIRS` repeat the
+    first ones."""
     rng = np.random.default_rng(SEED + 1)
-    data = rng.uniform(0.3, 0.7, size=(count, *IMAGE_SHAPE)).astype("float32")
+    data = rng.uniform(*FLIP_PIXELS, size=(count, *IMAGE_SHAPE)).astype("float32")
     data[count - TWIN_PAIRS:] = data[:TWIN_PAIRS]
     return data
 
@@ -242,12 +245,13 @@ def run_augment(augment: Callable[[Any, int], Any], *, trials: int = STRESS_TRIA
             "random shifts and flips.")
     _seeds_unrelated(shifts, more_shifts)
     flips, agree, central, twins = _flip_share(augment)
+    global_gaps = _global_seed_gaps(augment, reference)
     if one_thread is not None:
         one_thread.update({
             "shifts": [shifts, more_shifts], "flipped": [flipped, more_flipped],
             "seed_gap": float(np.max(np.abs(reference - other_seed))), "flips": flips,
             "flips_with_negative_shift": agree, "central_shifts": central,
-            "twins_alike": twins})
+            "twins_alike": twins, "global_seed_gaps": global_gaps})
 
     def setup() -> dict[str, Any]:
         return {"dataset": dataset, "seen": [None, None]}
@@ -276,6 +280,44 @@ def run_augment(augment: Callable[[Any, int], Any], *, trials: int = STRESS_TRIA
 
     return stress(setup, [worker(0), worker(1)], check, trials=trials, seed=SEED,
                   timeout_s=TIMEOUT_S)
+
+
+def _global_seed_gaps(augment: Callable[[Any, int], Any], reference: np.ndarray) -> list[float]:
+    """``augment(images(), 11)`` built again under each of :data:`GLOBAL_SEEDS` (TensorFlow's
+    global seed, restored afterwards) gives ``reference`` again.
+
+    Returns:
+        For each global seed, the largest difference from ``reference``.
+
+    Raises:
+        AssertionError: it gave other images (or raised).
+    """
+    import tensorflow as tf
+    from tensorflow.python.eager import context
+
+    saved = context.global_seed()
+    gaps: list[float] = []
+    try:
+        for global_seed in GLOBAL_SEEDS:
+            tf.random.set_seed(global_seed)
+            what = f"augment(images, seed=11) built after tf.random.set_seed({global_seed})"
+            try:
+                again = _collect(augment(images(), 11))
+            except Exception as error:  # noqa: BLE001 - the student's code, reported
+                raise AssertionError(f"augment: {what} raised {exception_line(error)}") from None
+            gap = (float(np.max(np.abs(again - reference))) if again.shape == reference.shape
+                   else math.inf)
+            if not gap <= 1e-5:
+                raise AssertionError(
+                    f"augment: {what} gave other images than before (largest difference "
+                    f"{gap:.3g}); expected images that depend on the seed argument alone, "
+                    "not on TensorFlow's global seed: an op seed (tf.random.uniform(seed=...)) "
+                    "is combined with the global seed, and a stateful op's draws change with "
+                    "it. Use stateless ops seeded by the seed and the element's position")
+            gaps.append(gap)
+    finally:
+        tf.random.set_seed(saved)
+    return gaps
 
 
 def _seeds_unrelated(shifts: list[float], more_shifts: list[float]) -> None:

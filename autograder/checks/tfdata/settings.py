@@ -78,6 +78,14 @@ FLIPS_WITHIN = (1350, 1650)
 #: wide, times 1/2), and TWINS_ALIKE or more alike pairs of the 8 with about 1.8e-10. An
 #: element seed taken from the pixels gives every pair the same draw (issue #32).
 TWIN_PAIRS, TWINS_ALIKE, TWIN_TOLERANCE = 8, 2, 1e-6
+#: The flip images' pixels span [0, 1] (the other images' [0.3, 0.7]): a shifted pixel leaves
+#: the range in nearly every image, so an answer that clips is caught (issue #32, round 5).
+FLIP_PIXELS = (0.0, 1.0)
+#: TensorFlow's global seed is set to each of these (then restored) before augment(images, 11)
+#: is built again: the images must not change. An op-seeded stateful op (``tf.random.uniform(
+#: seed=...)``) in a sequential map repeats itself under one global seed and changes with it;
+#: two values, so that one differs from whatever the notebook set.
+GLOBAL_SEEDS = (1, 2)
 
 # Exercise 3 (fast_pipeline).
 #: The order run: record i's read and transform take ORDER_SLOW_S when i is even and
