@@ -18,6 +18,8 @@ MB = 2**20
 #: the pool may make (1.5 copies).
 POOL_WORKERS = 2
 POOL_REQUESTS = 4 * 6
+#: The longest idle time before the pool is asked again, and its margin (settings).
+IDLE_MAX_S, IDLE_MARGIN_S = 15.0, 1.0
 OUTPUTS = 4
 WEIGHTS_BYTES = (98_304 * 64 + 64 * 4 + 4) * 4
 PRIVATE_SHARE = 0.5
@@ -134,6 +136,13 @@ def check_pool(seen: dict) -> None:
         expect(_close(got, want, RTOL, ATOL),
                f"request {index} got {[round(g, 3) for g in got]}, not its own output "
                f"{[round(w, 3) for w in want]}: an answer went to another request")
+    idle_s = field(seen, "idle_s", _NUMBER)
+    expect(0 <= idle_s <= IDLE_MAX_S + IDLE_MARGIN_S, f"the pool was left idle {idle_s} s")
+    again = field(seen, "after_idle", list)
+    got = items({"after_idle": again}, "after_idle", float, at_least=0, at_most=64)
+    expect(_close(got, EXPECTED_OUTPUTS[0], RTOL, ATOL),
+           f"after the pool was idle, request 0 got {[round(g, 3) for g in got]}, not its "
+           f"output {[round(w, 3) for w in EXPECTED_OUTPUTS[0]]}")
     weights_mb = WEIGHTS_BYTES / MB
     private = items(seen, "private_mb", _NUMBER, at_least=0, at_most=1000)
     expect(all(mb <= PRIVATE_SHARE * weights_mb for mb in private),

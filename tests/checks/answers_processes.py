@@ -341,7 +341,29 @@ class WorkerSleepPool(_Routed):
         time.sleep(0.01)
 
 
-WRONG_POOLS = [ArrivalOrderPool, *lying(ReadLaterPool)]
+class IdleReaderPool(_Routed):
+    """The reader thread reads answers with ``get(timeout=2)`` and returns once one times out
+    ("the workers have gone quiet"): every later ``predict()`` waits forever for an answer
+    nobody delivers (red team round 4, p_idle_reader)."""
+
+    def _read(self) -> None:
+        while True:
+            try:
+                item = self.answers.get(timeout=2)
+            except queue.Empty:
+                return
+            if item is None:
+                return
+            request_id, output = item
+            with self.lock:
+                future = self.futures.pop(request_id)
+            future.set_result(output)
+
+
+#: Left idle past its reader's 2 s limit on every run, it hangs the same way: three runs.
+IdleReaderPool.decided_by_construction = True
+
+WRONG_POOLS = [ArrivalOrderPool, *lying(ReadLaterPool), IdleReaderPool]
 #: Pools whose bookkeeping (request ids, registered callers) is a check-then-act across the
 #: callers' threads and the collector: right on real processes in nearly every run, caught
 #: every run by the explored schedules with the processes stubbed.

@@ -43,6 +43,14 @@ def test_the_judge_accepts_what_the_solutions_observe(observed):
             ] == [[True, False], [False, False], [True, True]]
 
 
+def test_a_pool_that_stopped_answering_once_idle_is_refused(observed):
+    seen = copy.deepcopy(observed["check_pool"])
+    assert seen["after_idle"] is not None
+    seen["after_idle"] = seen["outputs"][1]  # another request's answer
+    _refused("check_pool", seen, "after the pool was idle")
+    _refused("check_pool", {**observed["check_pool"], "idle_s": -1.0}, "left idle")
+
+
 def test_a_pool_graded_on_real_processes_only_is_accepted_without_explorations():
     seen = judged(processes.check_pool, answers.ManagerQueuePool)
     assert seen["bookkeeping"] == [] and seen["closing"] is None
@@ -51,6 +59,7 @@ def test_a_pool_graded_on_real_processes_only_is_accepted_without_explorations()
 @pytest.mark.parametrize(("check", "key"), [
     ("check_pool", "outputs"), ("check_pool", "private_mb"), ("check_pool", "not_spawned"),
     ("check_pool", "leftovers"), ("check_pool", "bookkeeping"), ("check_pool", "closing"),
+    ("check_pool", "after_idle"),
     ("check_ledger", "totals"),
     ("check_ledger", "methods"), ("check_ledger", "stopped"), ("check_choose", "cases")])
 def test_a_report_without_a_decisive_observation_is_refused(observed, check, key):
@@ -116,6 +125,8 @@ def test_the_judges_constants_are_the_checks_settings():
     assert judge.POOL_WORKERS == processes.POOL_WORKERS
     assert judge.POOL_REQUESTS == processes.POOL_THREADS * processes.POOL_REQUESTS_EACH
     assert judge.OUTPUTS == processes.OUTPUTS
+    assert (judge.IDLE_MAX_S, judge.IDLE_MARGIN_S) == (processes.IDLE_MAX_S,
+                                                         processes.IDLE_MARGIN_S)
     assert judge.WEIGHTS_BYTES == sum(a.nbytes for a in processes.embedding_weights())
     assert judge.EXPECTED_OUTPUTS == _graded_requests()[1]
     assert judge.BOOKKEEPING_CLIENTS == processes.BOOKKEEPING_CLIENTS

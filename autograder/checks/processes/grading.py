@@ -41,7 +41,8 @@ def check_pool(pool_class: Callable[..., Any]) -> None:
     """Grade a ``SharedWeightsPool`` class (see :func:`run_pool`); AssertionError if it fails.
 
     Reports (for the judge) the worker processes started, not started with spawn, that ran
-    the grader's target and that ran another; every graded request's output; the private
+    the grader's target and that ran another; every graded request's output, and the first
+    one's again after the pool was left idle (and for how long); the private
     memory (MB) of each worker that served; the MB in new shared-memory segments; the workers
     still running after ``close()`` and the processes and segments left; each exploration
     of the bookkeeping (none when it was not explored); and how ``close()`` of a stubbed pool
@@ -104,7 +105,7 @@ def check_pool(pool_class: Callable[..., Any]) -> None:
             _require_joined(exercise, closing)
     report({"workers": len(seen.workers), "not_spawned": seen.not_spawned,
             "served": len(seen.served), "other_target": len(seen.other_target),
-            "outputs": seen.outputs,
+            "outputs": seen.outputs, "idle_s": float(seen.idle_s), "after_idle": seen.after_idle,
             "private_mb": [float(mb) for pid, mb in seen.worker_uss_mb.items()
                            if pid in seen.served],
             "segment_mb": float(seen.segment_mb), "still_running": len(seen.still_running),

@@ -6,6 +6,7 @@ import contextlib
 import functools
 import os
 import shutil
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ import numpy as np
 from autograder.checks import process_workers
 from autograder.checks.kit import bounded, run_together
 from autograder.checks.plain import NotPlainData, plain_array
+from autograder.checks.processes.ledger import waiting
 from autograder.checks.processes.model import _graded_requests, embedding_weights
 from autograder.checks.processes.resources import (
     Leftovers,
@@ -28,6 +30,9 @@ from autograder.checks.processes.settings import (
     CLOSE_S,
     EXEC_POLL_S,
     EXEC_POLLS,
+    IDLE_MARGIN_S,
+    IDLE_MAX_S,
+    IDLE_PREDICT_S,
     LOAD_S,
     MB,
     OUTPUTS,
@@ -42,7 +47,8 @@ from autograder.harness.tamper import scratch_folder
 class PoolRun:
     """What the grader saw of one pool (see :func:`run_pool`); ``outputs`` holds what each
     graded request's ``predict()`` returned, as a flat list of floats (None when it returned
-    None)."""
+    None); ``after_idle`` what the first request's returned once more, after the pool had been
+    left idle for ``idle_s`` seconds."""
 
     workers: list[int] = field(default_factory=list)
     not_spawned: int = 0
@@ -55,6 +61,8 @@ class PoolRun:
     served: list[int] = field(default_factory=list)
     leftovers: Leftovers = field(default_factory=Leftovers)
     outputs: list[list[float] | None] = field(default_factory=list)
+    idle_s: float = 0.0
+    after_idle: list[float] | None = None
 
 
 def run_pool(pool_class: Callable[..., Any], *, workers: int = POOL_WORKERS,
@@ -68,6 +76,7 @@ def run_pool(pool_class: Callable[..., Any], *, workers: int = POOL_WORKERS,
     seen = PoolRun()
     marks = scratch_folder("served-by")
     target = functools.partial(process_workers.serve, served_by=marks)
+    threads_before = threading.enumerate()  # kept, so that no id below is reused
     try:
         pool = bounded(exercise, f"SharedWeightsPool(weights, {workers}, serve)",
                         lambda: pool_class(list(embedding_weights()), workers, target), START_S)
@@ -79,6 +88,8 @@ def run_pool(pool_class: Callable[..., Any], *, workers: int = POOL_WORKERS,
         for pid in seen.workers:
             with contextlib.suppress(Exception):
                 seen.worker_uss_mb[pid] = uss_mb(pid)
+        seen.idle_s = _idle(threads_before)
+        seen.after_idle = _predict_after_idle(exercise, pool, seen.idle_s)
         bounded(exercise, "close()", pool.close, CLOSE_S)
         seen.still_running = _wait_for_exit(seen.workers)
         seen.served = [pid for pid in seen.workers if _mark(marks, pid)]
@@ -170,6 +181,50 @@ def _load(exercise: str, pool: Any, seen: PoolRun) -> None:
         seen.answered += 1
         if not _same(got, want):
             seen.wrong.append((index, got, want))
+
+
+def _idle(threads_before: list[threading.Thread]) -> float:
+    """Leave the pool idle for the longest time limit its own threads are seen waiting with
+    (at most :data:`IDLE_MAX_S`) plus :data:`IDLE_MARGIN_S`; none with a limit: no wait.
+
+    Returns:
+        The seconds it was left idle.
+    """
+    known = {id(thread) for thread in threads_before}
+    limits = [seen.limit for thread in threading.enumerate() if id(thread) not in known
+              and not isinstance(thread, threading._DummyThread)  # noqa: SLF001
+              for seen in (waiting(thread),) if seen.blocked and seen.limit is not None
+              and seen.limit <= IDLE_MAX_S]
+    if not limits:
+        return 0.0
+    idle_s = float(max(limits)) + IDLE_MARGIN_S
+    time.sleep(idle_s)
+    return idle_s
+
+
+def _predict_after_idle(exercise: str, pool: Any, idle_s: float) -> list[float] | None:
+    """The first graded request asked once more after the idle time, for at most
+    :data:`IDLE_PREDICT_S`.
+
+    Raises:
+        AssertionError: it did not return in time, raised, or returned another output.
+    """
+    tokens, expected = _graded_requests()
+    what = f"predict() after the pool had been idle for {idle_s:g} s"
+    try:
+        output = bounded(exercise, what, lambda: pool.predict(tokens[0]), IDLE_PREDICT_S)
+    except AssertionError as failure:
+        raise AssertionError(
+            f"{failure} (the pool's own thread waited with a time limit: expected the pool "
+            "to keep answering however long it was idle, so a thread that collects answers "
+            "must not give up when nothing comes for a while)") from None
+    if output is None:
+        raise AssertionError(f"{exercise}: {what} returned None, expected the model's output")
+    got = np.array(plain_array(output, f"{exercise}: {what}"))
+    if not _same(got, expected[0]):
+        raise AssertionError(f"{exercise}: {what} returned {_floats(got)[:OUTPUTS]}, expected "
+                             f"{list(expected[0])}")
+    return _floats(got)
 
 
 #: The most numbers of one output kept for the judge (a right one has OUTPUTS).

@@ -14,6 +14,11 @@ TOKENS_PER_REQUEST = 16
 POOL_THREADS, POOL_REQUESTS_EACH, POOL_WORKERS = 4, 6, 2
 #: Time limits of the graded steps (seconds): a pool that hangs fails, it never hangs the grader.
 START_S, LOAD_S, CLOSE_S, EXIT_POLLS, EXIT_POLL_S = 20.0, 20.0, 10.0, 10, 0.05
+#: After the load, the pool is left idle as long as the longest time limit one of its threads
+#: is seen waiting with (up to IDLE_MAX_S), plus IDLE_MARGIN_S, then asked once more, for at
+#: most IDLE_PREDICT_S: a thread that collects answers and gives up once idle (``get(timeout=
+#: 5)``, then return) leaves that predict() waiting forever (issue #32, round 5).
+IDLE_MARGIN_S, IDLE_MAX_S, IDLE_PREDICT_S = 1.0, 15.0, 10.0
 #: Looks at a worker that still shows this process's command line (forked, or spawned and
 #: not yet exec'd on a loaded machine): up to 40 x 0.05 s.
 EXEC_POLLS, EXEC_POLL_S = 40, 0.05
