@@ -360,10 +360,26 @@ class IdleReaderPool(_Routed):
             future.set_result(output)
 
 
-#: Left idle past its reader's 2 s limit on every run, it hangs the same way: three runs.
-IdleReaderPool.decided_by_construction = True
+class PredictTimeoutPool(_Routed):
+    """``predict()`` waits for its answer with ``result(timeout=10)``: on a machine slow enough
+    it raises instead of answering (red team round 4, p6_predict_timeout; the lesson says no
+    timeout, and the explored schedules let a timed wait run out)."""
 
-WRONG_POOLS = [ArrivalOrderPool, *lying(ReadLaterPool), IdleReaderPool]
+    def predict(self, tokens: Any) -> Any:
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        with self.lock:
+            request_id, self.next_id = self.next_id, self.next_id + 1
+            self.futures[request_id] = future
+        self.requests.put((request_id, tokens))
+        return future.result(timeout=10)
+
+
+#: Left idle past its reader's 2 s limit on every run, it hangs the same way; the timed wait
+#: runs out in the first explored schedule every run: three runs each.
+IdleReaderPool.decided_by_construction = True
+PredictTimeoutPool.decided_by_construction = True
+
+WRONG_POOLS = [ArrivalOrderPool, *lying(ReadLaterPool), IdleReaderPool, PredictTimeoutPool]
 #: Pools whose bookkeeping (request ids, registered callers) is a check-then-act across the
 #: callers' threads and the collector: right on real processes in nearly every run, caught
 #: every run by the explored schedules with the processes stubbed.
