@@ -1,6 +1,11 @@
-"""Shared fixtures: paths of the repository's parts; the order test files are handed out in."""
+"""Shared fixtures: paths of the repository's parts; the order test files are handed out in;
+the lock of the tests that count ``/dev/shm``."""
 
+import contextlib
+import fcntl
 import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -62,3 +67,27 @@ def one_lesson_course(source: Path, root: Path):
     solutions.mkdir()
     shutil.copy(source, solutions)
     return make_course(solutions, root / "course")
+
+
+@contextlib.contextmanager
+def dev_shm_alone() -> Iterator[None]:
+    """Hold, across the test workers, the lock of the tests whose checks count ``/dev/shm``.
+
+    Lesson 08's checks run in the test process, outside any sandbox: each counts every segment
+    that appears in ``/dev/shm`` while it runs as its answer's leftover, and unlinks it. Two
+    such tests on two workers at once would count (and unlink) each other's segments. A
+    graded job has a ``/dev/shm`` of its own (the sandbox's tmpfs) and needs no lock.
+    """
+    with open(Path(tempfile.gettempdir()) / "racelab-tests-dev-shm.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@pytest.fixture
+def shm_to_itself() -> Iterator[None]:
+    """The test runs with ``/dev/shm`` to itself among the tests (see :func:`dev_shm_alone`)."""
+    with dev_shm_alone():
+        yield

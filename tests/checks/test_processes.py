@@ -65,6 +65,9 @@ from tests.checks.grading_runs import (
     validity_tests,
 )
 
+#: Every check here counts /dev/shm: one such test at a time across the workers.
+pytestmark = pytest.mark.usefixtures("shm_to_itself")
+
 _SOLVED = solution_namespace("08_processes", {
     "itertools": itertools, "multiprocessing": multiprocessing, "threading": threading,
     "shared_memory": shared_memory, "np": np, "process_workers": process_workers,

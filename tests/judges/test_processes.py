@@ -16,8 +16,11 @@ from autograder.judges import Malformed, Rejected
 from autograder.judges import processes as judge
 from tests.checks import answers_processes as answers
 from tests.checks.grading_runs import judged, solution_namespace
+from tests.conftest import dev_shm_alone
 
 CHECKS = ("check_pool", "check_ledger", "check_choose")
+#: The checks count /dev/shm: one such test at a time across the workers.
+pytestmark = pytest.mark.usefixtures("shm_to_itself")
 
 
 @pytest.fixture(scope="module")
@@ -26,9 +29,10 @@ def observed():
         "itertools": itertools, "multiprocessing": multiprocessing, "threading": threading,
         "shared_memory": shared_memory, "np": np, "process_workers": process_workers,
         "processes": processes})
-    return {"check_pool": judged(processes.check_pool, solved["SharedWeightsPool"]),
-            "check_ledger": judged(processes.check_ledger, solved["run_ledger"]),
-            "check_choose": judged(processes.check_choose, solved["choose"])}
+    with dev_shm_alone():
+        return {"check_pool": judged(processes.check_pool, solved["SharedWeightsPool"]),
+                "check_ledger": judged(processes.check_ledger, solved["run_ledger"]),
+                "check_choose": judged(processes.check_choose, solved["choose"])}
 
 
 def _refused(check: str, seen: dict, match: str) -> None:

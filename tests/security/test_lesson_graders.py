@@ -33,6 +33,7 @@ class IgnoresTheTargetPool(ArrivalOrderPool):
         super().__init__(weights, workers, in_order_worker)
 
 
+@pytest.mark.usefixtures("shm_to_itself")
 @pytest.mark.parametrize("run", range(5))
 def test_a_pool_that_runs_its_own_worker_instead_of_the_target_fails(run):
     before = processes.snapshot()
