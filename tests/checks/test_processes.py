@@ -18,6 +18,10 @@ Why a wrong pool, ledger or choice fails every run, not just often:
   scheduler with the processes stubbed (``processes.explore_pool``): every schedule with one
   preemption, with answers given the moment a request is put and then gathered and answered
   last first. Each such pool here fails inside that bound, the same schedule every run;
+- a pool is left idle for the longest time limit its own threads wait with (up to 15 s), plus
+  1 s, then asked again: a collector that gives up once idle leaves that request unanswered,
+  every run; a ``predict()`` that waits with a timeout fails in the first explored schedule,
+  which lets any timed wait run out;
 - copies, leaks and start methods are counted, not raced: a worker's private memory, the bytes
   in new ``/dev/shm`` segments, the processes still running after ``close()``, how each ledger
   worker's process was started (it reads its own stack); no interleaving can change a count;
