@@ -1,5 +1,9 @@
 """Attacks on a lesson's grader from inside the answer itself (not through the sandbox).
 
+Lesson 04's augment check builds the answer's images again under other TensorFlow global seeds
+(``tf.random.set_seed``): an answer that switched the setter off would keep op-seeded draws
+that depend on the global seed from ever changing. The runner's integrity check names it.
+
 Lesson 08's pool is graded by starting it with the grader's worker (``target``), which answers
 out of order on purpose, so that a pool taking answers in arrival order hands threads each
 other's outputs. A pool that ignores ``target`` and starts an in-order worker of its own would
@@ -108,3 +112,21 @@ def test_an_answer_can_neither_fill_nor_change_the_checks_stored_references_and_
         assert len(tamper._attempts) == len(stores)
     finally:
         tamper._attempts.clear()
+
+
+def test_an_answer_that_switches_off_the_global_seed_the_augment_check_sets_is_named(
+        monkeypatch):
+    import tensorflow as tf
+    from tensorflow.python.eager import context
+
+    import autograder.harness  # noqa: F401 - the runner imports these before it seals
+    from autograder.checks import tfdata  # noqa: F401
+    from autograder.kernel import seal
+
+    problems = seal.integrity_check(seal.protected_modules())
+    assert problems() == []
+    monkeypatch.setattr(tf.random, "set_seed", lambda seed: None)
+    monkeypatch.setattr(context, "global_seed", lambda: None)
+    named = problems()
+    assert f"{tf.random.__name__}.set_seed was replaced" in named, named
+    assert "tensorflow.python.eager.context.global_seed was replaced" in named, named
