@@ -428,7 +428,9 @@ processes.check_pool(SharedWeightsPool)
 # then sends each `(account, amount)` to it, and your function applies them itself (one
 # writer, no lock). A process that put items on a `multiprocessing` queue does not exit until
 # they have been read, so read them before you join it.
-# `process_workers.expected_totals(workers, updates)` says what the accounts must hold.
+# `process_workers.expected_totals(workers, updates)` says what the accounts must hold when
+# you run it yourself. While graded, each worker's last update also adds an amount the grader
+# picks and does not tell you, so return what your ledger holds: totals you compute are wrong.
 
 # %% nbgrader={"grade": false, "grade_id": "ex_processes_ledger", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def run_ledger(workers, updates):

@@ -164,12 +164,21 @@ def account(index: int, j: int) -> int:
     return random.Random(f"ledger {index} {j}").randrange(ACCOUNTS)
 
 
-def expected_totals(workers: int, updates: int) -> list[int]:
-    """What the ledger's accounts hold after ``workers`` x ``updates`` updates, none lost."""
+def expected_totals(workers: int, updates: int,
+                    extras: Sequence[int] | None = None) -> list[int]:
+    """What the ledger's accounts hold after ``workers`` x ``updates`` updates, none lost.
+
+    Args:
+        workers: Ledger workers.
+        updates: Updates per worker.
+        extras: What each worker's last update adds on top (:func:`extra_amount`), if any.
+    """
     totals = [0] * ACCOUNTS
     for index in range(workers):
         for j in range(updates):
             totals[account(index, j)] += amount(index, j)
+        if extras is not None and updates > 0:
+            totals[account(index, updates - 1)] += extras[index]
     return totals
 
 
@@ -192,7 +201,9 @@ def tally(ledger: Any, lock: Any, index: int, workers: int, updates: int) -> Non
 
     While the grader runs it (:data:`RECEIPTS_ENV` set), the worker also leaves records there:
     that it started (and how its process was started), that it waits before its last update
-    until the grader lets it go (:func:`_held`), and that it made every update.
+    until the grader lets it go (:func:`_held`), and that it made every update; and its last
+    update adds the amount the grader picked for it (:func:`extra_amount`), so that the totals
+    are only right when they are read from the ledger.
     """
     if not 0 <= index < min(workers, MAX_WORKERS):
         raise ValueError(f"worker index {index} out of range for {workers} workers")
@@ -207,23 +218,26 @@ def tally(ledger: Any, lock: Any, index: int, workers: int, updates: int) -> Non
 
 
 def _tally(ledger: Any, lock: Any, index: int, workers: int, updates: int, kind: str) -> None:
+    extra = extra_amount(index)
     if kind == "queue":
         for j in range(updates):
-            if j == updates - 1:
+            last = j == updates - 1
+            if last:
                 _held(index)
-            ledger.put((account(index, j), amount(index, j)))
+            ledger.put((account(index, j), amount(index, j) + (extra if last else 0)))
         return
     block, slots = _ledger(ledger)
     try:
         _wait_for_start(slots, index, workers)
         for j in range(updates):
-            if j == updates - 1:
+            last = j == updates - 1
+            if last:
                 _held(index)
             if lock is None:
-                _update(slots, index, j)
+                _update(slots, index, j, extra if last else 0)
             else:
                 with lock:
-                    _update(slots, index, j)
+                    _update(slots, index, j, extra if last else 0)
     finally:
         if block is not None:
             slots.release()
@@ -238,6 +252,29 @@ RECEIPTS_ENV = "RACELAB_LEDGER_RECEIPTS"
 #: The longest a worker waits for the grader's ``release`` (seconds): past it, it goes on.
 HOLD_LIMIT_S = 60.0
 _HOLD_POLL_S = 0.002
+
+
+#: The file of the receipts folder that holds the extra amount of each worker's last update,
+#: one ``"<index> <amount>"`` line per worker (written by the grader before the call).
+EXTRA_FILE = "extra"
+
+
+def extra_amount(index: int) -> int:
+    """The amount the grader picked for worker ``index`` to add to its last update (0 when it
+    is not graded, or picked none)."""
+    folder = os.environ.get(RECEIPTS_ENV)
+    if not folder or start_method() != "spawn":  # the lesson's workers, not the grader's process
+        return 0
+    try:
+        with open(os.path.join(folder, EXTRA_FILE), encoding="utf-8") as extras:
+            lines = extras.read().split("\n")
+    except OSError:
+        return 0
+    for line in lines:
+        fields = line.split()
+        if len(fields) == 2 and fields[0] == str(index) and fields[1].isdigit():
+            return int(fields[1])
+    return 0
 
 
 def _leave_receipt(index: int, kind: str = "shared") -> None:
@@ -358,10 +395,10 @@ def _pairs(folder: str, what: str, count: int) -> set[tuple[int, int]]:
 _IO_S = 0.0001
 
 
-def _update(slots: Any, index: int, j: int) -> None:
+def _update(slots: Any, index: int, j: int, extra: int = 0) -> None:
     slot = account(index, j)
     seen = slots[slot]
-    value = _check_request(index, j)
+    value = _check_request(index, j) + extra
     # Wait a tenth of a millisecond between the read and the write, as a worker writing a log
     # line there would: the workers then interleave in every run, on an idle or a busy machine.
     time.sleep(_IO_S)

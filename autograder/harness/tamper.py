@@ -341,8 +341,19 @@ def private_memo(trusted: tuple[str, ...], what: str) -> Callable[[Any, Callable
 SCRATCH_PREFIX = "racelab-grader-"
 
 
+#: Each live scratch folder -> the frame of the check's call that made it. The grading
+#: runner's audit hook lets a path in the folder be touched only from inside that call, with
+#: no frame of code under test between (so not by code under test calling the grader's own
+#: functions, on any thread); and, in a forked child, only by a worker's own record writers.
+SCRATCH_OWNERS: dict[str, Any] = {}
+_getframe = sys._getframe
+
+
 def scratch_folder(purpose: str) -> str:
     """A new private folder for a check's records, which code under test may not touch.
+
+    Only the call that made it (the caller of this function, until it returns) may touch it
+    (:data:`SCRATCH_OWNERS`); remove it with :func:`remove_scratch`.
 
     Args:
         purpose: A word for the folder's name (``"receipts"``).
@@ -352,7 +363,17 @@ def scratch_folder(purpose: str) -> str:
     """
     import tempfile
 
-    return tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{purpose}-")
+    path = tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{purpose}-")
+    SCRATCH_OWNERS[path] = _getframe(1)
+    return path
+
+
+def remove_scratch(path: str) -> None:
+    """Remove a folder :func:`scratch_folder` made, and forget who made it."""
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+    SCRATCH_OWNERS.pop(path, None)
 
 
 def adopt(module: types.ModuleType, name: str, value: object) -> None:

@@ -69,6 +69,10 @@ STUB_ATOL = 1e-8
 #: none lost (``process_workers.expected_totals``).
 LEDGER_WORKERS = 3
 EXPECTED_TOTALS = [3422, 3415, 3429, 3435, 3296, 3326, 3344, 3351]
+#: The account each worker's last update goes to, and the range of the extra amount the grader
+#: draws for it (``process_workers.extra_amount``): the totals hold those amounts too.
+LAST_ACCOUNTS = [6, 0, 6]
+LEDGER_EXTRA = (1_000, 1_000_000)
 #: Exercise 3: the cases, the SHA-256 of their measurements as the judge reads them
 #: (:func:`fingerprint`), and the rule's margin.
 CHOICE_CASES = 43
@@ -225,10 +229,16 @@ def check_ledger(seen: dict) -> None:
     _none_left(seen, "failed", "workers raised")
     _none_left(seen, "stopped", "workers were stopped before their last update")
     _none_left(seen, "running", "workers still made updates when it returned")
+    extras = items(seen, "extras", int, at_least=LEDGER_WORKERS, at_most=LEDGER_WORKERS)
+    expect(all(LEDGER_EXTRA[0] <= extra < LEDGER_EXTRA[1] for extra in extras),
+           f"the workers' extra amounts {extras} are not from {list(LEDGER_EXTRA)}")
+    expected = list(EXPECTED_TOTALS)
+    for account, extra in zip(LAST_ACCOUNTS, extras, strict=True):
+        expected[account] += extra
     totals = items(seen, "totals", int, at_least=0, at_most=1000)
-    expect(totals == EXPECTED_TOTALS,
-           f"the ledger counted {sum(totals)} of {sum(EXPECTED_TOTALS)} ({totals}, not "
-           f"{EXPECTED_TOTALS}): updates were lost")
+    expect(totals == expected,
+           f"the ledger counted {sum(totals)} of {sum(expected)} ({totals}, not "
+           f"{expected}): updates were lost")
     left = items(seen, "leftovers", int, at_least=2, at_most=2)
     expect(left == [0, 0], f"{left[0]} processes and {left[1]} segments were left")
 

@@ -65,7 +65,15 @@ _CTYPES_NAMES = ("ctypes", "from_address", "from_buffer", "addressof", "string_a
                  "CDLL", "cdll", "pythonapi", "memmove", "memset", "byref", "INCREF", "DECREF",
                  "errno", "dlopen", "dlsym", "LoadLibrary", "lib", "dll", "Structure",
                  "POINTER", "pointer", "_FromPtr")
+#: Events that start another program. While a check's private folder exists (it is running),
+#: graded code may not start one: the program would run outside this hook.
+_PROGRAM_EVENTS = frozenset({"os.system", "os.exec", "os.posix_spawn", "os.spawn",
+                             "subprocess.Popen"})
+#: What a forked child of the graded process may write in a check's folder: a ledger or pool
+#: worker's own records (``autograder.checks.process_workers``), nothing else.
+_WORKER_RECORDERS = frozenset({"_leave_receipt", "_record", "serve"})
 _WATCHED = (_FRAME_EVENTS | frozenset(_REFUSED_BY_NAME) | frozenset(_TRACE_SETTERS)
+            | _PROGRAM_EVENTS
             | frozenset({"open", "import", "object.__setattr__", "compile", "marshal.loads",
                          "os.symlink", "os.rename", "os.link", "os.chdir"}))
 #: Events that name a path (first argument) or two (the first two), judged by
@@ -134,10 +142,12 @@ def make_audit_hook(roots: tuple[str, ...], trusted_files: Iterable[str],
     """
     import importlib
 
+    from autograder.checks import process_workers
     from autograder.harness import codemap, tracing
     from autograder.harness.tamper import (
         GRADER_DIR,
         OPAQUE_CODE,
+        SCRATCH_OWNERS,
         SCRATCH_PREFIX,
         in_folders,
         names_any,
@@ -166,6 +176,7 @@ def make_audit_hook(roots: tuple[str, ...], trusted_files: Iterable[str],
     import threading
 
     thread_globals = vars(threading)
+    made_in = os.getpid()
 
     def trusted(filename: str, _roots=roots, _files=trusted_files, _in=in_folders,
                 _type=type, _str=str, _cache=trusted_files_cache, _len=len) -> bool:
@@ -265,6 +276,33 @@ def make_audit_hook(roots: tuple[str, ...], trusted_files: Iterable[str],
         if acting_for:
             found = origin(frame)
             return found is not None and not trusted(found.f_code.co_filename)
+        return False
+
+    def scratch_owned(frame, path, _owners=SCRATCH_OWNERS, _pid=made_in,
+                      _getpid=os.getpid, _normpath=os.path.normpath, _list=list,
+                      _items=dict.items, _type=type, _str=str, _opaque=OPAQUE_CODE,
+                      _workers=process_workers.__file__, _recorders=_WORKER_RECORDERS) -> bool:
+        """May ``frame`` touch ``path``, in a check's private folder? In this process, only
+        from inside the check's call that made the folder (:data:`SCRATCH_OWNERS`), with no
+        frame of graded code between: not graded code calling the grader's own functions
+        (``ledger._release``, ``process_workers.extra_amount``), on any thread. In a forked
+        child, only a worker's own record writers."""
+        if _getpid() != _pid:
+            who = origin(frame)
+            return (who is not None and who.f_code.co_filename == _workers
+                    and who.f_code.co_name in _recorders)
+        path = _normpath(path)
+        owner = None
+        for folder, made_by in _list(_items(_owners)):
+            if _type(folder) is _str and (path == folder or path.startswith(folder + "/")):
+                owner = made_by
+                break
+        while owner is not None and frame is not None:
+            if frame is owner:
+                return True
+            if not (frame.f_code is _opaque or trusted(frame.f_code.co_filename)):
+                return False
+            frame = frame.f_back
         return False
 
     def code_of(function, _type=type, _function=types.FunctionType, _method=types.MethodType):
@@ -380,7 +418,8 @@ def make_audit_hook(roots: tuple[str, ...], trusted_files: Iterable[str],
               _scratch=SCRATCH_PREFIX, _blocked=_BLOCKED_MODULES,
               _by_name=_REFUSED_BY_NAME, _setters=_TRACE_SETTERS, _loaders=_BYTECODE_LOADERS,
               _frame_names=_FRAME_NAMES, _default_names=_DEFAULT_NAMES,
-              _ctypes_names=_CTYPES_NAMES, _direct=ctypes_users) -> str | None:
+              _ctypes_names=_CTYPES_NAMES, _direct=ctypes_users,
+              _owners=SCRATCH_OWNERS) -> str | None:
         if event.startswith("ctypes."):  # the scheduler reads paused frames through ctypes:
             code = frame.f_code
             if _direct.get(id(code)) is code and asked_directly(frame, None):  # the hot path
@@ -394,12 +433,12 @@ def make_audit_hook(roots: tuple[str, ...], trusted_files: Iterable[str],
             for named in args[:2] if event in _TWO_PATH_EVENTS else args[:1]:
                 path = path_text(named)
                 unnamed = path is None and _type(named) is not _int and event != "open"
-                if unnamed or (path is not None and _scratch in path):
+                if unnamed:
                     who = origin(frame)
                     if who is not None and not trusted(who.f_code.co_filename):
-                        if path is None:
-                            return "naming a file through an object that is not a path string"
-                        return f"touching the grader's own records ({path})"
+                        return "naming a file through an object that is not a path string"
+                elif path is not None and _scratch in path and not scratch_owned(frame, path):
+                    return f"touching the grader's own records ({path})"
             if event not in ("open", "os.symlink"):
                 return None
             path = text(args[0])
@@ -411,6 +450,11 @@ def make_audit_hook(roots: tuple[str, ...], trusted_files: Iterable[str],
                 return "opening a file through an object that is not a path string"
             if _memory.search(path) or (event == "os.symlink" and "/proc" in path):
                 return f"opening {path}" if event == "open" else f"a link to {path}"
+            return None
+        if event in _PROGRAM_EVENTS:
+            who = origin(frame)
+            if _owners and (who is None or not trusted(who.f_code.co_filename)):
+                return f"starting a program ({event}) while a check runs"
             return None
         if event == "object.__getattr__" and args[1] in _DEFAULT_FIELDS:
             target = args[0]

@@ -623,6 +623,29 @@ def ledger_returning_the_expected_totals(workers: int, updates: int) -> list[int
     return process_workers.expected_totals(workers, updates)
 
 
+def ledger_without_lock_returning_the_expected_totals(workers: int, updates: int) -> list[int]:
+    """No lock, every worker runs to the end, and it returns what ``expected_totals`` says the
+    accounts hold instead of what its racy ledger holds."""
+    ledger_without_lock(workers, updates)
+    return process_workers.expected_totals(workers, updates)
+
+
+def ledger_unread_queue_returning_the_expected_totals(workers: int, updates: int) -> list[int]:
+    """Workers send their updates to a manager's queue (its pipe never fills) that nobody
+    reads, and it returns what ``expected_totals`` says."""
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Manager() as manager:
+        updates_queue = manager.Queue()
+        procs = [ctx.Process(target=process_workers.tally,
+                             args=(updates_queue, None, k, workers, updates))
+                 for k in range(workers)]
+        for proc in procs:
+            proc.start()
+        for proc in procs:
+            proc.join()
+    return process_workers.expected_totals(workers, updates)
+
+
 def ledger_forging_receipts(workers: int, updates: int) -> list[int]:
     """Starts no worker: writes the receipts the workers would leave, naming processes that do
     not exist, and returns the expected totals (the grading runner also refuses the write)."""
@@ -696,6 +719,8 @@ def ledger_join_last_first_then_kill(workers: int, updates: int) -> list[int]:
 #: The kept worker outlasts its one timeout on every run (30 s, 2 s): three runs, not twenty.
 ledger_join_thirty_seconds_then_terminate.decided_by_construction = True
 ledger_join_last_first_then_kill.decided_by_construction = True
+ledger_without_lock_returning_the_expected_totals.decided_by_construction = True
+ledger_unread_queue_returning_the_expected_totals.decided_by_construction = True
 
 
 def ledger_join_before_draining(workers: int, updates: int) -> list[int]:
@@ -727,6 +752,8 @@ def ledger_forked(workers: int, updates: int) -> list[int]:
 
 WRONG_LEDGERS = [ledger_without_lock, ledger_lock_per_worker, ledger_on_synchronized_array,
                  *lying(ledger_lies_when_iterated), ledger_returning_the_expected_totals,
+                 ledger_without_lock_returning_the_expected_totals,
+                 ledger_unread_queue_returning_the_expected_totals,
                  *lying(ledger_forging_receipts), ledger_join_timeout_then_terminate,
                  ledger_join_thirty_seconds_then_terminate,
                  ledger_join_last_first_then_kill, ledger_join_before_draining,

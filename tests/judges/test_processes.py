@@ -64,7 +64,7 @@ def test_a_pool_graded_on_real_processes_only_is_accepted_without_explorations()
     ("check_pool", "outputs"), ("check_pool", "private_mb"), ("check_pool", "not_spawned"),
     ("check_pool", "leftovers"), ("check_pool", "bookkeeping"), ("check_pool", "closing"),
     ("check_pool", "after_idle"),
-    ("check_ledger", "totals"),
+    ("check_ledger", "totals"), ("check_ledger", "extras"),
     ("check_ledger", "methods"), ("check_ledger", "stopped"), ("check_choose", "cases")])
 def test_a_report_without_a_decisive_observation_is_refused(observed, check, key):
     seen = {name: value for name, value in observed[check].items() if name != key}
@@ -113,6 +113,15 @@ def test_lost_updates_or_a_stopped_worker_of_the_ledger_are_refused(observed):
     _refused("check_ledger", {**seen, "ran": [0, 2]}, "ran in a process")
 
 
+def test_totals_without_the_workers_extra_amounts_are_refused(observed):
+    seen = observed["check_ledger"]
+    assert seen["totals"] != judge.EXPECTED_TOTALS  # the extras are in the ledger's totals
+    _refused("check_ledger", {**seen, "totals": list(judge.EXPECTED_TOTALS)},
+             "updates were lost")
+    extras = [0, *seen["extras"][1:]]  # no extra amount: expected_totals would be right
+    _refused("check_ledger", {**seen, "extras": extras}, "are not from")
+
+
 def test_a_wrong_choice_on_one_case_is_refused(observed):
     seen = copy.deepcopy(observed["check_choose"])
     over_budget = next(case for case in seen["cases"]
@@ -142,6 +151,9 @@ def test_the_judges_constants_are_the_checks_settings():
     assert judge.LEDGER_WORKERS == processes.LEDGER_WORKERS
     assert judge.EXPECTED_TOTALS == process_workers.expected_totals(
         processes.LEDGER_WORKERS, processes.LEDGER_UPDATES)
+    assert judge.LAST_ACCOUNTS == [process_workers.account(index, processes.LEDGER_UPDATES - 1)
+                                   for index in range(processes.LEDGER_WORKERS)]
+    assert judge.LEDGER_EXTRA == processes.LEDGER_EXTRA
     assert judge.MARGIN == processes.MARGIN
     cases = processes.choice_cases()
     assert judge.CHOICE_CASES == len(cases)

@@ -385,8 +385,9 @@ def test_a_library_name_the_grader_calls_is_refused_or_named_when_put_back():
 
 
 SCRATCH_ROUTES = textwrap.dedent('''
-    import json, os, pathlib, shutil, sys, tempfile
+    import concurrent.futures, json, os, pathlib, shutil, subprocess, sys, tempfile
     from autograder.checks import process_workers
+    from autograder.checks.processes import ledger
     from autograder.harness import tamper
     from autograder.kernel import audit, seal
 
@@ -412,6 +413,12 @@ SCRATCH_ROUTES = textwrap.dedent('''
         "link": "os.link(os.path.join(elsewhere, 'a'), os.path.join(records, 'l'))",
         "chdir": "os.chdir(records)",
         "a path object of its own": "os.rename(os.path.join(elsewhere, 'a'), Named())",
+        "the grader's own release": "ledger._release(records)",
+        "the grader's own reader": "process_workers._fields(records, 'extra', 2)",
+        "the grader's own writer on a thread": "concurrent.futures.ThreadPoolExecutor(1)"
+            ".submit(process_workers._leave_receipt, 1).result()",
+        "a shell": "os.system('true')",
+        "a program": "subprocess.run(['true'])",
     }
     found = {}
     for name, source in ROUTES.items():
@@ -423,26 +430,34 @@ SCRATCH_ROUTES = textwrap.dedent('''
             found[name] = ["ran", list(attempts)]
         attempts.clear()
     found["receipts"] = sorted(process_workers.read_receipts(records))
+    found["released"] = os.path.exists(os.path.join(records, "release"))
     print(json.dumps(found))
 ''')
 
 
 def test_code_under_test_cannot_touch_the_checks_own_records_by_any_path_route():
-    """Lesson 08's ledger workers leave receipts in a folder of the check's: a notebook that
-    wrote them itself could claim workers that never ran. Every route to such a folder (a
-    string, ``pathlib``, a rename or link into it, ``chdir``, a path object of its own) is
-    refused to code under test; the grader's own code and honest file work are not."""
+    """Lesson 08's ledger workers leave receipts in a folder of the check's, and read the
+    extra amounts it drew there: a notebook that wrote or read them itself could claim workers
+    that never ran, let held workers go, or compute the totals. Every route to such a folder
+    (a string, ``pathlib``, a rename or link into it, ``chdir``, a path object of its own, the
+    grader's own functions called by graded code, on its thread or another) is refused to
+    code under test, and so is starting a program while the folder exists; the check that made
+    the folder and honest file work are not."""
     done = subprocess.run([sys.executable, "-c", SCRATCH_ROUTES], capture_output=True,
                           text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     found = json.loads(done.stdout.splitlines()[-1])
     assert found.pop("honest") == ["ran", []]
     assert [index for index, _pid in found.pop("receipts")] == [0]
+    assert found.pop("released") is False
     for name, (outcome, attempts) in found.items():
-        assert outcome == "TamperingError", (name, outcome, attempts)
+        # _release swallows an OSError (TamperingError is one): the refusal is recorded
+        swallowed = name == "the grader's own release"
+        assert outcome == ("ran" if swallowed else "TamperingError"), (name, outcome, attempts)
         assert len(attempts) == 1, (name, attempts)
         assert ("the grader's own records" in attempts[0]
-                or "not a path string" in attempts[0]), (name, attempts)
+                or "not a path string" in attempts[0]
+                or "starting a program" in attempts[0]), (name, attempts)
 
 
 _FIRST_FIGURE = textwrap.dedent("""

@@ -26,6 +26,7 @@ from autograder.checks.processes.settings import (
     CLOSE_S,
     JOIN_GRACE_S,
     LEDGER_UNLIMITED_S,
+    LEDGER_UPDATES,
     LEDGER_WORKERS,
     MARGIN,
     MB,
@@ -226,6 +227,12 @@ def check_ledger(run_ledger: Callable[[int, int], Any]) -> None:
     except (TypeError, ValueError):
         raise AssertionError(f"{exercise}: returned {values!r}, expected a list of "
                              f"{process_workers.ACCOUNTS} account totals") from None
+    if totals == process_workers.expected_totals(LEDGER_WORKERS, LEDGER_UPDATES):
+        raise AssertionError(
+            f"{exercise}: it returned {totals}, the totals process_workers.expected_totals "
+            f"computes, not what the ledger holds ({seen.expected}): while graded, each "
+            "worker's last update adds an amount the grader picks and the answer cannot know; "
+            "expected the totals read from the ledger the workers wrote")
     if totals != seen.expected:
         counted, want = sum(totals), sum(seen.expected)
         raise AssertionError(
@@ -240,7 +247,7 @@ def check_ledger(run_ledger: Callable[[int, int], Any]) -> None:
     report({"methods": [[index, method] for index, method in sorted(seen.methods.items())],
             "ran": sorted(seen.workers_ran), "others_not_spawned": seen.others_not_spawned,
             "failed": sorted(seen.failed), "stopped": list(seen.stopped),
-            "running": list(seen.running), "totals": totals,
+            "running": list(seen.running), "totals": totals, "extras": list(seen.extras),
             "leftovers": [len(seen.leftovers.processes), len(seen.leftovers.segments)]})
 
 

@@ -14,6 +14,9 @@ a folder of the check's: that they started, in which process and how it was star
   in its own code. An answer that waits once per worker with a shorter timeout and
   terminates the workers stops the kept worker, every run, however fast the machine, after
   one timeout;
+- has each worker's last update add an amount drawn for it (:data:`LEDGER_EXTRA`), written
+  where the answer may not read it: totals that were computed, not read from the ledger, are
+  wrong every run;
 - gives ``run_ledger`` :data:`LEDGER_STALL_S` to return once every worker has made all its
   updates: a worker that put 3,000 updates on a queue nobody reads cannot exit (its pipe is
   full), and an answer that joins it first hangs. That is a verdict, never a hang of the grader;
@@ -25,7 +28,7 @@ Whatever happens, the processes and segments the call left are killed and unlink
 from __future__ import annotations
 
 import os
-import shutil
+import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -44,6 +47,7 @@ from autograder.checks.processes.resources import (
 from autograder.checks.processes.settings import (
     EXEC_POLL_S,
     EXEC_POLLS,
+    LEDGER_EXTRA,
     LEDGER_HOLD_S,
     LEDGER_KEPT,
     LEDGER_POLL_S,
@@ -54,7 +58,7 @@ from autograder.checks.processes.settings import (
     LEDGER_WORKERS,
 )
 from autograder.harness import tamper
-from autograder.harness.tamper import scratch_folder
+from autograder.harness.tamper import remove_scratch, scratch_folder
 
 
 @dataclass
@@ -63,7 +67,8 @@ class LedgerRun:
 
     Attributes:
         totals: What it returned.
-        expected: What the accounts must hold.
+        expected: What the accounts must hold (the workers' extra amounts included).
+        extras: The extra amount each worker's last update added (unknown to the answer).
         workers_seen: Child processes seen while it ran.
         workers_ran: Indices of the ledger workers that ran in a child process of this one.
         methods: Worker index -> how its process was started (``"spawn"``, ``"fork"``...).
@@ -82,6 +87,7 @@ class LedgerRun:
 
     totals: Any = None
     expected: list[int] = field(default_factory=list)
+    extras: list[int] = field(default_factory=list)
     workers_seen: int = 0
     workers_ran: set[int] = field(default_factory=set)
     methods: dict[int, str] = field(default_factory=dict)
@@ -106,9 +112,15 @@ def run_ledger_once(run_ledger: Callable[[int, int], Any], *, workers: int = LED
             made all its updates.
     """
     before = snapshot()
-    seen = LedgerRun(expected=process_workers.expected_totals(workers, updates))
+    extras = [secrets.randbelow(LEDGER_EXTRA[1] - LEDGER_EXTRA[0]) + LEDGER_EXTRA[0]
+              for _ in range(workers)]
+    seen = LedgerRun(expected=process_workers.expected_totals(workers, updates, extras),
+                     extras=extras)
     watcher = _ChildWatcher(before.processes)
     receipts = scratch_folder("receipts")
+    with open(os.path.join(receipts, process_workers.EXTRA_FILE), "w",
+              encoding="utf-8") as extra:
+        extra.writelines(f"{index} {amount}\n" for index, amount in enumerate(extras))
     os.environ[process_workers.RECEIPTS_ENV] = receipts
     what = f"run_ledger({workers}, {updates})"
     watcher.start()
@@ -129,7 +141,7 @@ def run_ledger_once(run_ledger: Callable[[int, int], Any], *, workers: int = LED
         seen.kinds = {index: kind for (index, _), (_, kind) in ours.items()}
         workers_pids = {pid for _, pid in ours}
         seen.others_not_spawned = len(watcher.not_spawned - workers_pids)
-        shutil.rmtree(receipts, ignore_errors=True)
+        remove_scratch(receipts)
         seen.leftovers = before.since()
         clean_up(seen.leftovers)
     if verdict == "raised":

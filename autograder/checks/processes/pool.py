@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import shutil
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -40,7 +39,7 @@ from autograder.checks.processes.settings import (
     POOL_WORKERS,
     START_S,
 )
-from autograder.harness.tamper import scratch_folder
+from autograder.harness.tamper import remove_scratch, scratch_folder
 
 
 @dataclass
@@ -98,7 +97,7 @@ def run_pool(pool_class: Callable[..., Any], *, workers: int = POOL_WORKERS,
         seen.leftovers = before.since()
     finally:
         clean_up(before.since())
-        shutil.rmtree(marks, ignore_errors=True)
+        remove_scratch(marks)
     return seen
 
 

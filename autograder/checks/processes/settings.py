@@ -38,6 +38,10 @@ EXEC_POLLS, EXEC_POLL_S = 40, 0.05
 #: looked at every LEDGER_POLL_S.
 LEDGER_WORKERS, LEDGER_UPDATES, LEDGER_S, LEDGER_KEPT = 3, 3000, 75.0, 0
 LEDGER_HOLD_S, LEDGER_UNLIMITED_S, LEDGER_STALL_S, LEDGER_POLL_S = 10.0, 45.0, 3.0, 0.01
+#: While graded, each ledger worker's last update adds an amount the grader draws for it from
+#: this range, unknown to the answer (``process_workers.extra_amount``): totals computed with
+#: ``expected_totals`` instead of read from the ledger are wrong, every run.
+LEDGER_EXTRA = (1_000, 1_000_000)
 #: Updates per worker in the notebook's race demonstration (not graded).
 RACE_UPDATES = 400
 #: ``choose``'s rule: processes must fit the memory budget and serve at least this much more.
