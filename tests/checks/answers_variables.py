@@ -427,8 +427,24 @@ class SnapshotCopiesPublisher:
         return local.model(x)
 
 
+class SharedBufferPublisher(UnlockedPublisher):
+    """No lock, and every caller gets one output buffer that the next prediction overwrites:
+    a torn output is soon overwritten by a whole one, before anyone looks at it again."""
+
+    def __init__(self, model: Any) -> None:
+        super().__init__(model)
+        self.out: Any = None
+
+    def predict(self, x: Any) -> Any:
+        y = self.model.predict_on_batch(x)
+        if self.out is None or self.out.shape != y.shape:
+            self.out = np.empty_like(y)
+        np.copyto(self.out, y)
+        return self.out
+
+
 WRONG_PUBLISHERS = [UnlockedPublisher, WriterLockOnlyPublisher, LockPerCallPublisher,
-                    LockedReferencePublisher, HandshakePublisher]
+                    LockedReferencePublisher, HandshakePublisher, SharedBufferPublisher]
 CORRECT_PUBLISHERS = [ReadersWriterPublisher, SemaphorePublisher]
 #: Answers that build a model per publish or per thread: several seconds per grading run, so
 #: the tests run them a few times only (see test_variables.py). Both wrong ones are found by

@@ -36,6 +36,16 @@ from autograder.checks.variables.settings import (
 from autograder.harness import Result, explore, stress
 
 
+def kept(outputs: Any) -> Any:
+    """What a read returned, as it was when it returned: a copy of a numpy array (a predict that
+    hands every caller one buffer it overwrites would otherwise show each read the last
+    prediction made, whole, by the time the check decodes it). Anything else (a tensor, which
+    cannot change) is kept as it is."""
+    if isinstance(outputs, np.ndarray):
+        return np.array(outputs, copy=True, subok=False)
+    return outputs
+
+
 @dataclass
 class PublishTrial:
     """Shared state of one publisher run.
@@ -45,7 +55,8 @@ class PublishTrial:
         published: ``(version, seconds)`` when each ``publish`` returned.
         layers: The model's number of layers.
         reads: Per reader, ``(start, outputs)`` of every read (decoded by the check, so that
-            the workers run as little Python as possible between the answer's own steps).
+            the workers run as little Python as possible between the answer's own steps; a
+            numpy array is copied as it is returned, :func:`kept`).
         done: Set when the writer has published everything.
     """
 
@@ -143,7 +154,7 @@ def _publisher_workers(updates: int, readers: int, weights: list[list[np.ndarray
                 finished = trial.done.is_set()
                 start = trial.clock()
                 outputs = trial.publisher.predict(batch)
-                mine.append((start, outputs))
+                mine.append((start, kept(outputs)))
                 if finished:
                     return
                 # Requests arrive, they do not queue back to back: without a gap a plain lock
@@ -287,9 +298,9 @@ def run_publisher_explore(publisher_class: Callable[[Any], Any], *, seed: int = 
 
     def reader(trial: PublishTrial) -> None:
         predict, mine = trial.publisher.predict, trial.reads[0]
-        mine.append((0.0, predict(batch)))
+        mine.append((0.0, kept(predict(batch))))
         trial.done.wait()
-        mine.append((0.0, predict(batch)))
+        mine.append((0.0, kept(predict(batch))))
 
     return explore(setup, [reader, writer], _publisher_check(updates, observed), seed=seed,
                    max_schedules=schedules, timeout_s=TIMEOUT_S, strategy=EXPLORE_STRATEGY,
