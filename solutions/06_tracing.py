@@ -435,9 +435,11 @@ claim("the trace held the evaluate and publish regions of all four trainers",
 # ### Exercise 1: log every access
 #
 # Write `log_access(log, op, resource, fn, lock=None)`. It calls `fn()`, appends one record
-# (as in the table) to the list `log`, and returns what `fn()` returned. When `fn()` raises,
-# the record is still appended and the exception still reaches the caller: a failed write is
-# exactly the access you will want to see.
+# (as in the table) to the list `log`, and returns what `fn()` returned. It calls `fn()` once:
+# the access is `fn()`, so running it again runs the access again. When `fn()` raises, whatever
+# it raises (an `OSError`, or a `BaseException` such as `KeyboardInterrupt`), the record is
+# still appended and the exception still reaches the caller: a failed write is exactly the
+# access you will want to see.
 
 # %% nbgrader={"grade": false, "grade_id": "ex_tracing_log_access", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def log_access(log, op, resource, fn, lock=None):

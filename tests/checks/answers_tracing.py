@@ -126,8 +126,35 @@ def log_access_context_manager(log, op, resource, fn, lock=None):
         return fn()
 
 
+def log_access_except_exception(log, op, resource, fn, lock=None):
+    """Wrong: logs in ``except Exception`` and after a success, so an exception that is not an
+    ``Exception`` (``KeyboardInterrupt``, a cancellation) leaves no record."""
+    start = time.perf_counter_ns()
+    try:
+        result = fn()
+    except Exception:
+        log.append(_record(op, resource, start, time.perf_counter_ns(), lock))
+        raise
+    log.append(_record(op, resource, start, time.perf_counter_ns(), lock))
+    return result
+
+
+def log_access_retries_once(log, op, resource, fn, lock=None):
+    """Wrong: a failing ``fn()`` is run a second time, so a write can happen twice under one
+    record."""
+    start = time.perf_counter_ns()
+    try:
+        try:
+            return fn()
+        except OSError:
+            return fn()
+    finally:
+        log.append(_record(op, resource, start, time.perf_counter_ns(), lock))
+
+
 WRONG_LOG_ACCESS = [log_access_wall_clock, log_access_start_after_call, log_access_no_finally,
-                    log_access_swallows, log_access_main_thread, log_access_no_return]
+                    log_access_swallows, log_access_main_thread, log_access_no_return,
+                    log_access_except_exception, log_access_retries_once]
 CORRECT_LOG_ACCESS = [log_access_except_reraise, log_access_context_manager]
 
 

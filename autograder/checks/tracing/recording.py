@@ -12,9 +12,17 @@ from autograder.checks.tracing.settings import SEED, STRESS_TRIALS
 from autograder.harness import stress
 
 
+class Cancelled(BaseException):
+    """What one worker's failing write raises: an exception that is not an ``Exception``, as
+    ``KeyboardInterrupt`` is, so that a ``log_access`` that logs in ``except Exception``
+    rather than in ``finally`` loses its record."""
+
+
 def run_log_access(log_access: Callable[..., Any], *, trials: int = STRESS_TRIALS,
                    seed: int = SEED, observed: list | None = None) -> Any:
-    """Three real threads call ``log_access`` twice each (a read and a write that raises).
+    """Three real threads call ``log_access`` twice each (a read and a write that raises: an
+    ``OSError``, and for the last worker :class:`Cancelled`, which is not an ``Exception``).
+    Each ``fn`` must run exactly once per access.
 
     ``fn`` sleeps (releasing the GIL) so the accesses overlap; it notes its own thread name and
     a ``perf_counter_ns`` taken inside the call, which every record must match and bracket.
@@ -25,11 +33,12 @@ def run_log_access(log_access: Callable[..., Any], *, trials: int = STRESS_TRIAL
     """
 
     def setup() -> dict[str, Any]:
-        return {"log": [], "inside": {}, "returned": {}, "raised": {}}
+        return {"log": [], "inside": {}, "returned": {}, "raised": {}, "calls": []}
 
     def make_worker(k: int) -> Callable[[dict[str, Any]], None]:
         def worker(state: dict[str, Any]) -> None:
             def read() -> int:
+                state["calls"].append(("read", k))
                 time.sleep(0.006)
                 state["inside"][("read", k)] = (threading.current_thread().name,
                                                 time.perf_counter_ns())
@@ -37,15 +46,18 @@ def run_log_access(log_access: Callable[..., Any], *, trials: int = STRESS_TRIAL
                 return 100 + k
 
             def write() -> None:
+                state["calls"].append(("write", k))
                 time.sleep(0.002)
                 state["inside"][("write", k)] = (threading.current_thread().name,
                                                  time.perf_counter_ns())
+                if k == 2:
+                    raise Cancelled(f"write cancelled for worker {k}")
                 raise OSError(f"disk full for worker {k}")
 
             state["returned"][k] = log_access(state["log"], "read", f"res{k % 2}", read)
             try:
                 log_access(state["log"], "write", f"res{k % 2}", write, lock=None)
-            except OSError as error:
+            except (OSError, Cancelled) as error:
                 state["raised"][k] = str(error)
 
         worker.__name__ = f"worker_{k}"
@@ -54,17 +66,24 @@ def run_log_access(log_access: Callable[..., Any], *, trials: int = STRESS_TRIAL
     def check(state: dict[str, Any]) -> None:
         # What log_access returned and appended, as plain data (its own == never decides).
         log = plain(state["log"], "reading the records log_access appended")
+        for call in sorted(set(state["calls"])):
+            times = state["calls"].count(call)
+            assert times == 1, (
+                f"expected log_access to call fn() once per access, but worker {call[1]}'s "
+                f"{call[0]} ran fn() {times} times: a retry repeats the access itself (a write "
+                "made twice) under one record")
         for k in range(3):
             returned = plain(state["returned"].get(k), f"log_access(log, 'read', 'res{k % 2}', fn)")
             assert returned == 100 + k, (
                 f"expected log_access to return fn's value {100 + k}, got {returned!r}")
             assert k in state["raised"], (
-                "expected the OSError raised by fn to reach the caller of log_access, "
+                "expected the exception raised by fn to reach the caller of log_access, "
                 "but it was swallowed")
         assert isinstance(log, list) and len(log) == 6, (
             f"expected 6 records (3 threads x a read and a failing write), got "
             f"{len(log) if isinstance(log, list) else type(log).__name__}: the write whose fn "
-            "raised must be logged too (use try/finally)")
+            "raised must be logged too, whatever it raised (an OSError, or a BaseException "
+            "such as KeyboardInterrupt): use try/finally, not except Exception")
         names = sorted({str(r.get("thread")) for r in log if isinstance(r, dict)})
         for (op, k), (name, inside_ns) in state["inside"].items():
             matches = [r for r in log if isinstance(r, dict) and r.get("op") == op
