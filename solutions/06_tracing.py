@@ -737,11 +737,13 @@ claim("overlap in time missed at least one round that lost the best score",
 #
 # - read the record, compare, and write it (when `score` beats the score read; a tie does not)
 #   while holding `lock`, a `threading.Lock` shared by all trainers, so no update is lost;
-# - make both accesses through `access(op, resource, fn, lock=...)` with resource `"best"`
-#   and `lock="best_lock"`, so the log says which lock guarded them;
-# - when this trainer's score beat the record, call `save(name)` to write its checkpoint,
-#   *after* releasing the lock: it is slow file I/O, and the other trainers should not wait
-#   for it.
+# - make both accesses (and no other) through `access(op, resource, fn, lock=...)` with
+#   resource `"best"` and `lock="best_lock"`, each while holding `lock` itself (not a lock of
+#   your own), so the log says which lock guarded them, truly;
+# - when this trainer's score beat the record (so it wrote it), call `save(name)` to write its
+#   checkpoint, *after* releasing the lock: it is slow file I/O, and the other trainers should
+#   not wait for it. Decide from what you read under the lock: the record may have changed
+#   since.
 
 # %% nbgrader={"grade": false, "grade_id": "ex_tracing_publish_locked", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def publish_locked(best, lock, name, score, access, save):

@@ -242,9 +242,10 @@ def check_lockset_races(seen: dict) -> None:
 
 def check_publish_locked(seen: dict) -> None:
     """In every schedule the record holds the best trainer's score, every trainer's read is
-    logged, every access with the lock's name, no two accesses conflict, and the best trainer
-    saved, with the lock released like every save; of two trainers with the same score, one
-    saved at most."""
+    logged, every access with the lock's name and made holding the lock passed in, no two
+    accesses conflict, and the best trainer saved, with the lock released like every save;
+    the trainers that saved are those that wrote the record; of two trainers with the same
+    score, one saved at most."""
     top = max(PUBLISH_SCORES, key=PUBLISH_SCORES.get)
     for number, schedule in enumerate(explored(seen, SCHEDULES, SAMPLES), 1):
         best = items(schedule, "best", _SCALAR, at_least=2, at_most=2)
@@ -271,6 +272,14 @@ def check_publish_locked(seen: dict) -> None:
         expect(any(who == top for who, _ in saved),
                f"schedule {number}: {top} did not save (saves: {[w for w, _ in saved]})")
         savers = {who for who, _ in saved if who in PUBLISH_SCORES}
+        accesses = [items({"access": entry}, "access", _SCALAR, at_least=3, at_most=3)
+                    for entry in items(schedule, "accesses", list, at_least=0, at_most=1000)]
+        expect(all(held is True for _, _, held in accesses),
+               f"schedule {number}: an access ran without the lock passed in held")
+        writers = {who for who, op, _ in accesses if op == "write"}
+        expect(savers == writers and len(savers) == len(saved),
+               f"schedule {number}: the trainers that wrote the record ({sorted(writers)}) are "
+               f"not those that saved ({sorted(savers)})")
         scores = [PUBLISH_SCORES[who] for who in savers]
         expect(len(scores) == len(set(scores)),
                f"schedule {number}: trainers with the same score both saved ({sorted(savers)}):"

@@ -569,8 +569,63 @@ def publish_tie_wins(best, lock, name, score, access, save):
         save(name)
 
 
+_OWN_LOCK = threading.Lock()
+
+
+def publish_own_lock(best, lock, name, score, access, save):
+    """A module-wide lock of its own instead of the ``lock`` all trainers share, while the log
+    says ``best_lock``: any other code that takes ``lock`` to touch the record writes anyway."""
+    with _OWN_LOCK:
+        seen = access("read", "best", lambda: best["score"], lock="best_lock")
+        better = score > seen
+        if better:
+            access("write", "best", lambda: best.update(score=score, by=name), lock="best_lock")
+    if better:
+        save(name)
+
+
+def publish_write_not_logged(best, lock, name, score, access, save):
+    """Locked right, but the write goes straight to the record, not through ``access``: the
+    log shows reads only, and the lost-update analysis cannot see the writes."""
+    with lock:
+        seen = access("read", "best", lambda: best["score"], lock="best_lock")
+        better = score > seen
+        if better:
+            best.update(score=score, by=name)
+    if better:
+        save(name)
+
+
+def publish_saves_if_still_the_record(best, lock, name, score, access, save):
+    """Locked right, but decides to save by reading the record again after letting go (an
+    unlocked check-then-act): a trainer that beat the record and was overtaken before its
+    second look never saves."""
+    with lock:
+        seen = access("read", "best", lambda: best["score"], lock="best_lock")
+        if score > seen:
+            access("write", "best", lambda: best.update(score=score, by=name), lock="best_lock")
+    if best["by"] == name:
+        save(name)
+
+
+def publish_reads_before_the_lock(best, lock, name, score, access, save):
+    """Double-checked: a first read outside the lock (logged as under it), then the locked
+    read and write."""
+    if access("read", "best", lambda: best["score"], lock="best_lock") >= score:
+        return
+    with lock:
+        seen = access("read", "best", lambda: best["score"], lock="best_lock")
+        better = score > seen
+        if better:
+            access("write", "best", lambda: best.update(score=score, by=name), lock="best_lock")
+    if better:
+        save(name)
+
+
 WRONG_PUBLISH = [publish_unlocked, publish_split_locks, publish_save_under_lock,
-                 publish_lock_not_logged, publish_new_lock, publish_tie_wins]
+                 publish_lock_not_logged, publish_new_lock, publish_tie_wins, publish_own_lock,
+                 publish_write_not_logged, publish_saves_if_still_the_record,
+                 publish_reads_before_the_lock]
 CORRECT_PUBLISH = [publish_acquire_finally, publish_decide_then_save]
 
 

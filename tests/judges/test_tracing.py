@@ -143,12 +143,31 @@ def test_a_lost_best_score_or_a_save_under_the_lock_in_one_schedule_is_refused(o
     log[0][5] = None
     _refused("check_publish_locked", _with_schedule(seen, 17, log=log), "logged with locks")
     twice = [["trainer-0", False], ["trainer-2", False], ["trainer-1", False]]
-    _refused("check_publish_locked", _with_schedule(seen, 17, saves=twice),
+    wrote = [[who, op, True] for who in ("trainer-0", "trainer-1", "trainer-2")
+             for op in ("read", "write")]
+    _refused("check_publish_locked", _with_schedule(seen, 17, saves=twice, accesses=wrote),
              "the same score both saved")
     runs = seen["schedules_run"]
     _refused("check_publish_locked", {**seen, "schedules_run": runs - 1,
                                       "schedules": seen["schedules"][:-1]},
              "not the graded")
+
+
+def test_an_access_without_the_lock_or_a_save_by_a_trainer_that_did_not_write_is_refused(
+        observed):
+    seen = observed["check_publish_locked"]
+    accesses = copy.deepcopy(seen["schedules"][17]["accesses"])
+    assert accesses and all(held is True for _, _, held in accesses)
+    accesses[0][2] = False  # a read made before taking the lock passed in
+    _refused("check_publish_locked", _with_schedule(seen, 17, accesses=accesses),
+             "without the lock passed in held")
+    saves = seen["schedules"][17]["saves"]
+    writers = {who for who, op, _ in seen["schedules"][17]["accesses"] if op == "write"}
+    assert {who for who, _ in saves} == writers
+    not_written = [[who, op, held] for who, op, held in seen["schedules"][17]["accesses"]
+                   if op == "read"]  # the writes went straight to the record
+    _refused("check_publish_locked", _with_schedule(seen, 17, accesses=not_written),
+             "are not those that saved")
 
 
 def test_the_judges_constants_are_the_checks_settings():

@@ -48,25 +48,28 @@ def run_publish_locked(publish_locked: Callable[..., Any], *, seed: int = SEED,
 
     When ``observed`` is given, each passing schedule appends what it saw (for the judge): the
     record's ``[by, score]``, every logged access as ``[thread, op, resource, start, end,
-    lock]`` and every save as ``[who, whether its thread held the lock]``.
+    lock]``, every save as ``[who, whether its thread held the lock]`` and every call of
+    ``access`` as ``[who, op, whether its thread held the lock]``.
     """
-    import functools
 
     from autograder.harness import explore
 
     def setup() -> dict[str, Any]:
         return {"best": {"score": float("-inf"), "by": None}, "lock": OwnedLock(),
-                "log": [], "saves": []}
+                "log": [], "saves": [], "accesses": []}
 
     def make_worker(name: str) -> Callable[[dict[str, Any]], None]:
         def worker(state: dict[str, Any]) -> None:
             def save(who: str) -> None:
                 state["saves"].append((who, state["lock"].held_by_me()))
 
+            def access(op: str, resource: str, fn: Callable[[], Any], lock: Any = None) -> Any:
+                state["accesses"].append((name, op, state["lock"].held_by_me()))
+                return reference_log_access(state["log"], op, resource, fn, lock=lock)
+
             # Opaque: the answer cannot reach the log or the saves through them.
             publish_locked(state["best"], state["lock"], name, PUBLISH_SCORES[name],
-                           opaque(functools.partial(reference_log_access, state["log"])),
-                           opaque(save))
+                           opaque(access), opaque(save))
 
         worker.__name__ = f"publish_{name.replace('-', '_')}"
         return worker
@@ -91,6 +94,17 @@ def run_publish_locked(publish_locked: Callable[..., Any], *, seed: int = SEED,
         conflicts = reference_find_conflicts(log)
         assert not conflicts, (
             f"expected no conflicting accesses in the log, got {len(conflicts)}")
+        unlocked = [(who, op) for who, op, held in state["accesses"] if not held]
+        assert not unlocked, (
+            f"expected every access made through access() while holding lock (the one "
+            f"threading.Lock passed in, shared by all trainers), but {unlocked[0][0]}'s "
+            f"{unlocked[0][1]} ran without it")
+        writers = sorted({who for who, op, _ in state["accesses"] if op == "write"})
+        savers = sorted({who for who, _ in saves if isinstance(who, str)})
+        assert savers == writers, (
+            f"expected the trainers whose score beat the record (those that wrote it, "
+            f"through access()) to save, and only they: wrote {writers}, saved {savers}. "
+            "Decide to save from what you saw under the lock, not from a read after it")
         locked_saves = [who for who, held in saves if held]
         assert not locked_saves, (
             f"expected save() to run with the lock released (the checkpoint write is slow I/O), "
@@ -108,7 +122,8 @@ def run_publish_locked(publish_locked: Callable[..., Any], *, seed: int = SEED,
                 "best": [_scalar(best.get("by")), _scalar(best.get("score"))],
                 "log": [[r.get("thread"), _scalar(r.get("op")), _scalar(r.get("resource")),
                          r.get("start"), r.get("end"), _scalar(r.get("lock"))] for r in log],
-                "saves": [[_scalar(who), held] for who, held in saves]})
+                "saves": [[_scalar(who), held] for who, held in saves],
+                "accesses": [[who, op, held] for who, op, held in state["accesses"]]})
 
     workers = [make_worker(name) for name in PUBLISH_SCORES]
     return explore(setup, workers, check, seed=seed, max_schedules=schedules, timeout_s=60.0,
