@@ -210,10 +210,31 @@ class CriticalSectionAddReadOutsideCounter:
         return int(self.steps.numpy())
 
 
+class BlocksOfTwoCounter:
+    """Each thread takes its step numbers two at a time from a shared ``itertools.count``: one
+    call on each of two threads returns 1 and 3; only threads making an even number of calls
+    use every number they took."""
+
+    def __init__(self) -> None:
+        self.steps = tf.Variable(0, dtype=tf.int64)
+        self.blocks = itertools.count(0)
+        self.mine = threading.local()
+
+    def step(self) -> int:
+        mine = self.mine
+        if not getattr(mine, "left", 0):
+            mine.next, mine.left = next(self.blocks) * 2 + 1, 2
+        number = mine.next
+        mine.next += 1
+        mine.left -= 1
+        self.steps.assign_add(1, read_value=False)
+        return number
+
+
 WRONG_COUNTERS = [AssignReadBackCounter, UseLockingCounter, AssignAddValueCounter,
                   AssignAddThenReadCounter, LockPerCallCounter, LockedAddReadOutsideCounter,
                   FunctionAddThenReadCounter, FunctionAddValueCounter,
-                  CriticalSectionAddReadOutsideCounter]
+                  CriticalSectionAddReadOutsideCounter, BlocksOfTwoCounter]
 CORRECT_COUNTERS = [TicketCounter, PythonMirrorCounter, LockAroundFunctionCounter]
 #: Run once each: a critical section blocks inside TensorFlow, where the controlled scheduler
 #: waits 0.5 s before it lets another thread run (about 17 s per grading run).

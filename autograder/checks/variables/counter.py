@@ -152,8 +152,9 @@ def run_step_counter_explore(counter_class: Callable[[], Any], *, seed: int = SE
 def run_step_counter_stress(counter_class: Callable[[], Any], *, seed: int = SEED,
                             trials: int = COUNTER_TRIALS, observed: list | None = None
                             ) -> Result:
-    """Four real threads call ``step()`` 200 times each, released together, per trial. When
-    ``observed`` is given, each trial that passed appends what it saw (see
+    """Four real threads call ``step()`` 201 times each (an odd number: an answer that hands
+    each thread its numbers in blocks of two leaves one unused), released together, per
+    trial. When ``observed`` is given, each trial that passed appends what it saw (see
     :func:`_counter_check`)."""
     threads, steps = COUNTER_STRESS_THREADS, COUNTER_STRESS_STEPS
 
