@@ -344,7 +344,9 @@ claim("explore found the race with every seed; the aligned stress test in no run
 # `time.sleep(0)` as a ledger that writes a log line would) and several correct ones
 # (built with different primitives). Your test must fail every racy one and pass every correct
 # one, on every grading run, taking at most 20 s per ledger (aim for 1 s); a test that raises anything else
-# or hangs counts as failing that ledger. Think about:
+# or hangs counts as failing that ledger. A racy ledger counts as caught only when your test
+# failed it after calling it from two threads at once: a race that never happened cannot have
+# been seen. Think about:
 #
 # - starting the threads together, and giving each enough work to overlap;
 # - which invariant a reader can check *while* writers run, not only at the end;
@@ -420,10 +422,12 @@ stress_tests.check_stress_test(stress_ledger)
 # - `"throughput"`: calls served per second, over the whole run.
 #
 # The grader does not compare your numbers with any value. It runs `measure` on servers whose
-# physics is known and checks the numbers obey it: every number is positive; no call takes
-# longer than the run; the latencies fit in `threads * wall_s`; a call that sleeps 4 ms takes at
-# least 4 ms; four threads sleeping at once finish much sooner than one after another, but
-# behind one lock they cannot; and calls of 1 ms and 12 ms show up as such.
+# physics is known and checks the numbers obey it: `serve` is called from `threads` threads,
+# whatever the number of cores (threads that sleep or wait on I/O overlap beyond it); every
+# number is positive; no call takes longer than the run; the latencies fit in
+# `threads * wall_s`; a call that sleeps 4 ms takes at least 4 ms; four threads sleeping at once
+# finish much sooner than one after another, but behind one lock they cannot; and calls of 1 ms
+# and 12 ms show up as such.
 
 # %% nbgrader={"grade": false, "grade_id": "ex_stress_measure", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def measure(serve, threads, calls):

@@ -45,14 +45,19 @@ def _ledgers(seen: dict, plan: list[tuple[str, bool]]) -> list[dict]:
 
 
 def check_stress_test(seen: dict) -> None:
-    """The student's test raised on every racy ledger and returned on every correct one; on
-    the last correct ledger, whose first reader thread was held until the test waited for it,
-    it returned, and not while that thread was held."""
+    """The student's test raised on every racy ledger, while at least two of its calls ran at
+    once, and returned on every correct one; on the last correct ledger, whose first reader
+    thread was held until the test waited for it, it returned, and not while that thread was
+    held."""
     for number, row in enumerate(_ledgers(seen, STRESS_LEDGERS), 1):
         verdict = field(row, "verdict", str)
         wanted = "raised" if row["racy"] else "returned"
         expect(verdict == wanted, f"ledger {number} ({'racy' if row['racy'] else 'correct'}): "
                                   f"the test {verdict}, not {wanted}")
+        overlap = field(row, "overlap", int)
+        expect(not row["racy"] or overlap >= 2,
+               f"ledger {number} (racy): the test failed it, but at most {overlap} of its calls "
+               "ran at once: the race never happened")
     joined = field(seen, "joined", dict)
     expect(field(joined, "verdict", str) == "returned",
            f"the held-reader ledger (correct): the test {joined['verdict']}, not returned")
@@ -95,10 +100,11 @@ def _numbers(seen: dict, name: str) -> tuple[float, list[float], float]:
 
 
 def check_measure(seen: dict) -> None:
-    """On each server: one positive latency per call, throughput = calls / wall_s, no call
-    longer than the run, latencies adding up to at most threads x wall_s, sleeps at least as
-    long as they sleep; overlapping sleeps overlapped, locked ones did not, and the short and
-    long calls were told apart (the check's own bounds)."""
+    """On each server: called from the threads asked for, one positive latency per call,
+    throughput = calls / wall_s, no call longer than the run, latencies adding up to at most
+    threads x wall_s, sleeps at least as long as they sleep; overlapping sleeps overlapped,
+    locked ones did not, and the short and long calls were told apart (the check's own
+    bounds)."""
     calls = THREADS * CALLS
     results = {}
     for name in (OVERLAPPING, LOCKED, ALTERNATING):
@@ -106,6 +112,9 @@ def check_measure(seen: dict) -> None:
         results[name] = (wall, latencies)
         where = f"on {name}"
         expect(len(latencies) == calls, f"{where}: {len(latencies)} latencies, not {calls}")
+        callers = field(field(seen, name, dict), "callers", int)
+        expect(callers == THREADS, f"{where}: serve() was called from {callers} threads, not "
+                                   f"{THREADS}")
         expect(wall > 0 and min(latencies) > 0 and throughput > 0,
                f"{where}: a number was not positive")
         expect(not abs(throughput * wall / calls - 1) > 0.02,

@@ -184,9 +184,37 @@ def reader_sleep_instead_of_join(make_ledger: Any) -> None:
     _reader_waited_for(make_ledger, lambda reader: time.sleep(0.01))
 
 
+def judged_by_its_documentation(make_ledger: Any) -> None:
+    """Wrong: starts no thread; fails a ledger whose class, or a base class, says "Racy" in its
+    docstring (the grader's hidden ledgers did), and checks one record on one thread."""
+    ledger = make_ledger()
+    for cls in type(ledger).__mro__:
+        if (cls.__doc__ or "").lstrip().startswith("Racy"):
+            raise AssertionError(f"{cls.__name__} is documented as racy")
+    ledger.record(batch(ROWS))
+    assert ledger.totals() == (1, ROWS), ledger.totals()
+
+
+def judged_by_its_class_after_a_token_load(make_ledger: Any) -> None:
+    """Wrong: one record on each of two threads, one after the other (never at once), then
+    fails a ledger whose class is one of the lesson's racy examples by name."""
+    ledger = make_ledger()
+    for _ in range(2):
+        writer = threading.Thread(target=ledger.record, args=(batch(ROWS),))
+        writer.start()
+        writer.join()
+    names = {cls.__name__ for cls in type(ledger).__mro__}
+    if names & {"AssignLedger", "UnlockedReaderLedger", "LockPerCallLedger", "TwoLocksLedger",
+                "HalfAtomicLedger", "ReadOutsideLedger", "SplitUpdateLedger"}:
+        raise AssertionError("a racy ledger")
+
+
 WRONG_STRESS = [single_thread, few_threads_no_barrier, final_totals_only, stricter_than_contract,
                 retry_until_green, barrier_miscounted, one_writer_with_reader, reader_not_joined,
-                reader_sleep_instead_of_join]
+                reader_sleep_instead_of_join, judged_by_its_documentation,
+                judged_by_its_class_after_a_token_load]
+judged_by_its_documentation.decided_by_construction = True
+judged_by_its_class_after_a_token_load.decided_by_construction = True
 
 
 def pool_with_checker(make_ledger: Any) -> None:
@@ -389,8 +417,36 @@ def measure_infinite_wall(serve: Any, threads: int, calls: int) -> dict[str, Any
     return {"wall_s": float("inf"), "latencies_s": latencies, "throughput": float("nan")}
 
 
+def measure_no_more_threads_than_cores(serve: Any, threads: int, calls: int) -> dict[str, Any]:
+    """Wrong: "more threads than cores only adds contention": two threads (this machine's
+    cores) share the threads x calls calls, so sleeping calls overlap two ways, not four."""
+    workers = 2
+    shares = [threads * calls // workers] * workers
+    barrier = threading.Barrier(workers + 1)
+    latencies: list[float] = []
+
+    def body(share: int) -> None:
+        barrier.wait()
+        for _ in range(share):
+            start = time.perf_counter()
+            serve()
+            latencies.append(time.perf_counter() - start)
+
+    pool = [threading.Thread(target=body, args=(share,)) for share in shares]
+    for thread in pool:
+        thread.start()
+    barrier.wait()
+    start = time.perf_counter()
+    for thread in pool:
+        thread.join()
+    wall = time.perf_counter() - start
+    return {"wall_s": wall, "latencies_s": latencies, "throughput": len(latencies) / wall}
+
+
+measure_no_more_threads_than_cores.decided_by_construction = True
 WRONG_MEASURES = [measure_one_after_another, measure_average_latency, measure_cpu_time,
-                  measure_forgets_threads, measure_infinite_wall]
+                  measure_forgets_threads, measure_infinite_wall,
+                  measure_no_more_threads_than_cores]
 
 
 def measure_with_executor(serve: Any, threads: int, calls: int) -> dict[str, Any]:

@@ -9,7 +9,7 @@ import pytest
 
 from autograder.checks import stress_tests
 from autograder.harness import explore
-from autograder.judges import Rejected
+from autograder.judges import Malformed, Rejected
 from autograder.judges import stress_tests as judge
 from tests.checks.grading_runs import judged, solution_namespace
 
@@ -59,6 +59,18 @@ def test_a_stress_test_that_missed_a_racy_ledger_is_refused(observed):
         judge.check_stress_test({**seen, "ledgers": seen["ledgers"][:-1]})
     with pytest.raises(Rejected, match="not the graded 12"):
         judge.check_stress_test(_with_row(seen, racy, racy=False))
+
+
+def test_a_racy_ledger_failed_without_two_of_its_calls_at_once_is_refused(observed):
+    seen = observed["check_stress_test"]
+    racy = next(n for n, row in enumerate(seen["ledgers"], 1) if row["racy"])
+    assert seen["ledgers"][racy - 1]["overlap"] >= 2
+    with pytest.raises(Rejected, match=f"ledger {racy} \\(racy\\): .* the race never happened"):
+        judge.check_stress_test(_with_row(seen, racy, overlap=1))
+    with pytest.raises(Malformed, match="'overlap' is missing"):
+        row = {k: v for k, v in seen["ledgers"][racy - 1].items() if k != "overlap"}
+        judge.check_stress_test({**seen, "ledgers": [
+            row if n == racy else r for n, r in enumerate(seen["ledgers"], 1)]})
 
 
 def test_a_stress_test_that_returned_before_its_reader_ended_is_refused(observed):

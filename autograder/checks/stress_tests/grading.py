@@ -34,17 +34,23 @@ def check_stress_test(test: Callable[[Callable[[], Any]], Any], **kwargs: Any) -
         joined = joined_run(test, budget_s=kwargs.get("budget_s", BUDGET_S))
         _require_joined(joined)
         report({"ledgers": [{"name": row["name"], "racy": row["racy"],
-                             "verdict": row["verdict"]} for row in rows],
+                             "verdict": row["verdict"], "overlap": row["overlap"]}
+                            for row in rows],
                 "joined": {key: joined[key] for key in
                            ("verdict", "held", "released_by", "returned_while_held")}})
         return
     missed = sum(row["racy"] and row["verdict"] == "returned" for row in wrong)
+    unseen = sum(row["racy"] and row["verdict"] == "raised" for row in wrong)
     false_alarms = sum(not row["racy"] and row["verdict"] == "raised" for row in wrong)
     hung = sum(row["verdict"] == "hung" for row in rows)
     summary = []
     if missed:
         summary.append(f"it passed {missed} racy ledger(s) it was expected to fail (a race it "
                        "never provoked or never checked for)")
+    if unseen:
+        summary.append(f"it failed {unseen} racy ledger(s) without ever calling the ledger from "
+                       "two threads at once, so it never saw the race it reported: expected "
+                       "the failure to come from what the test observed under concurrent load")
     if false_alarms:
         summary.append(f"it failed {false_alarms} correct ledger(s) it was expected to pass "
                        "(an invariant that is not part of the contract, or a crash)")

@@ -310,26 +310,59 @@ def _revoked() -> None:
     raise SystemExit
 
 
-def _anonymous(cls: type, *, costed: bool = False,
-               revoked: threading.Event | None = None) -> Callable[[], Any]:
+class Overlap:
+    """How many calls of a hidden ledger's methods were running at once, at most.
+
+    A race shows only when calls overlap: a stress test that failed a racy ledger whose calls
+    never overlapped did not see the race happen (it judged the ledger by something else,
+    such as its class or its documentation).
+    """
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._running = 0
+        self.most = 0
+
+    def enter(self) -> None:
+        with self._guard:
+            self._running += 1
+            self.most = max(self.most, self._running)
+
+    def leave(self) -> None:
+        with self._guard:
+            self._running -= 1
+
+
+def _anonymous(cls: type, *, costed: bool = False, revoked: threading.Event | None = None,
+               overlap: Overlap | None = None) -> Callable[[], Any]:
     """A factory whose objects' class is called ``Ledger`` whatever the implementation.
 
     Args:
         cls: The hidden implementation.
         costed: Give ``totals()`` a TF call's cost first (:func:`_costed_totals`).
         revoked: Once set, ``record()`` and ``totals()`` end their thread (:func:`_revoked`).
+        overlap: Counts the calls running at once (on every object the factory makes).
     """
     read = _costed_totals if costed else cls.totals
+    overlap = overlap or Overlap()
 
     def record(self: Any, data: Any) -> None:
         if revoked is not None and revoked.is_set():
             _revoked()
-        cls.record(self, data)
+        overlap.enter()
+        try:
+            cls.record(self, data)
+        finally:
+            overlap.leave()
 
     def totals(self: Any) -> tuple[int, int]:
         if revoked is not None and revoked.is_set():
             _revoked()
-        return read(self)
+        overlap.enter()
+        try:
+            return read(self)
+        finally:
+            overlap.leave()
 
     members: dict[str, Any] = {"__doc__": "A ledger (record, totals).", "record": record,
                                "totals": totals}

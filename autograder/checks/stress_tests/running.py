@@ -14,6 +14,7 @@ from autograder.checks.stress_tests.gil_hidden import GIL_HIDDEN_CORRECT, GIL_HI
 from autograder.checks.stress_tests.ledgers import (
     CORRECT,
     RACY,
+    Overlap,
     _anonymous,
     _rows_of,
     batch,
@@ -65,13 +66,19 @@ def grade_against(test: Callable[[Callable[[], Any]], Any], *, racy: Sequence[ty
     rows = []
     for number, (cls, is_racy) in enumerate(plan, 1):
         revoked = threading.Event()
-        make_ledger = _anonymous(cls, costed=True, revoked=revoked)
+        overlap = Overlap()
+        make_ledger = _anonymous(cls, costed=True, revoked=revoked, overlap=overlap)
         verdict, detail, seconds = run_bounded(lambda m=make_ledger: test(m), budget_s)
         if verdict == "hung":
             revoked.set()  # its threads end at their next call instead of spinning on
         right = verdict == "raised" if is_racy else verdict == "returned"
+        if is_racy and verdict == "raised" and overlap.most < 2:
+            right = False
+            detail = (f"{detail}; but no two calls of the ledger ever ran at once, so the race "
+                      "never happened: the test judged it by something other than what it saw")
         rows.append({"number": number, "racy": is_racy, "verdict": verdict, "detail": detail,
-                     "seconds": seconds, "right": right, "name": cls.__name__})
+                     "seconds": seconds, "right": right, "name": cls.__name__,
+                     "overlap": overlap.most})
         if not right:
             break  # one wrong verdict decides the grade; a hung test also keeps a thread busy
     return rows

@@ -36,6 +36,22 @@ def alternating(short_s: float, long_s: float) -> Callable[[], None]:
     return serve
 
 
+class Callers:
+    """The threads that called a server (kept alive, so that two are never the same object)."""
+
+    def __init__(self, serve: Callable[[], None]) -> None:
+        self._serve = serve
+        self._threads: dict[int, threading.Thread] = {}
+
+    def __call__(self) -> None:
+        thread = threading.current_thread()
+        self._threads.setdefault(id(thread), thread)
+        self._serve()
+
+    def __len__(self) -> int:
+        return len(self._threads)
+
+
 def measure_problems(measure: Callable[..., Any],
                      observed: dict | None = None) -> list[str]:
     """Run ``measure`` on servers of known physics; return what is wrong with its numbers.
@@ -45,9 +61,9 @@ def measure_problems(measure: Callable[..., Any],
     """
     problems: list[str] = []
     cases = {
-        "overlapping sleeps": sleeper(SLEEP_S),
-        "sleeps behind one lock": sleeper(SLEEP_S, threading.Lock()),
-        "calls of 1 ms and 12 ms in turns": alternating(0.001, 0.012),
+        "overlapping sleeps": Callers(sleeper(SLEEP_S)),
+        "sleeps behind one lock": Callers(sleeper(SLEEP_S, threading.Lock())),
+        "calls of 1 ms and 12 ms in turns": Callers(alternating(0.001, 0.012)),
     }
     results: dict[str, dict[str, Any]] = {}
     for name, serve in cases.items():
@@ -68,8 +84,14 @@ def measure_problems(measure: Callable[..., Any],
         results[name] = {"wall_s": wall, "latencies_s": latencies, "throughput": throughput}
         if observed is not None:
             observed[name] = {"wall_s": wall, "latencies_s": latencies,
-                              "throughput": throughput}
+                              "throughput": throughput, "callers": len(serve)}
         where = f"on {name} ({THREADS} threads x {CALLS} calls)"
+        if len(serve) != THREADS:
+            problems.append(f"{where}: serve() was called from {len(serve)} thread(s), expected "
+                            f"{THREADS}: run calls times on each of threads threads, all at "
+                            "once, whatever the number of cores (threads that wait on I/O or "
+                            "a sleep overlap beyond it)")
+            continue
         if len(latencies) != THREADS * CALLS:
             problems.append(f"{where}: expected {THREADS * CALLS} latencies, one per call, "
                             f"saw {len(latencies)}")
