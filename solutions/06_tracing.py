@@ -439,7 +439,8 @@ claim("the trace held the evaluate and publish regions of all four trainers",
 # the access is `fn()`, so running it again runs the access again. When `fn()` raises, whatever
 # it raises (an `OSError`, or a `BaseException` such as `KeyboardInterrupt`), the record is
 # still appended and the exception still reaches the caller: a failed write is exactly the
-# access you will want to see.
+# access you will want to see. Hold no lock of your own around `fn()`: a logger that
+# serialises the accesses it logs hides the races it is there to find.
 
 # %% nbgrader={"grade": false, "grade_id": "ex_tracing_log_access", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def log_access(log, op, resource, fn, lock=None):

@@ -127,7 +127,7 @@ def check_log_access(seen: dict) -> None:
     """One call returned fn's value and appended one record with every key; in every trial
     each read returned its value, each failing write raised to its caller, and each of the six
     calls has one record, by the thread that ran fn, whose start and end bracket the time fn
-    noted inside the call, with no lock."""
+    noted inside the call, with no lock; and two fn() calls ran at once in some trial."""
     one_call = field(seen, "one_call", dict)
     value = field(one_call, "value", (int, float))
     expect(value == SMOKE_VALUE, f"one call returned {value!r}, not fn's {SMOKE_VALUE}")
@@ -139,6 +139,9 @@ def check_log_access(seen: dict) -> None:
     expect(record == SMOKE_RECORD, f"one call's record said {record}, not {SMOKE_RECORD}")
     ran = field(seen, "trials_run", int)
     expect(ran == STRESS_TRIALS, f"{ran} trials ran, not the graded {STRESS_TRIALS}")
+    overlap = field(seen, "overlap", int)
+    expect(overlap >= 2, f"at most {overlap} fn() call(s) ran at once: log_access serialised "
+                         "the accesses it logged")
     trials = items(seen, "trials", dict, at_least=STRESS_TRIALS, at_most=STRESS_TRIALS)
     calls = sorted((op, k) for op in ("read", "write") for k in range(LOG_WORKERS))
     for number, trial in enumerate(trials, 1):

@@ -152,9 +152,25 @@ def log_access_retries_once(log, op, resource, fn, lock=None):
         log.append(_record(op, resource, start, time.perf_counter_ns(), lock))
 
 
+_LOG_GUARD = threading.RLock()
+
+
+def log_access_serialised(log, op, resource, fn, lock=None):
+    """Wrong: "a thread-safe logger": one lock of its own around the access and its record, so
+    the accesses it logs can no longer overlap (it changes the program it observes), and each
+    record says lock None although a lock was held."""
+    with _LOG_GUARD:
+        start = time.perf_counter_ns()
+        try:
+            return fn()
+        finally:
+            log.append(_record(op, resource, start, time.perf_counter_ns(), lock))
+
+
 WRONG_LOG_ACCESS = [log_access_wall_clock, log_access_start_after_call, log_access_no_finally,
                     log_access_swallows, log_access_main_thread, log_access_no_return,
-                    log_access_except_exception, log_access_retries_once]
+                    log_access_except_exception, log_access_retries_once,
+                    log_access_serialised]
 CORRECT_LOG_ACCESS = [log_access_except_reraise, log_access_context_manager]
 
 

@@ -39,7 +39,8 @@ def test_the_judge_accepts_what_the_solutions_observe(observed):
 
 @pytest.mark.parametrize(("check", "key"), [
     ("check_log_access", "trials"), ("check_log_access", "one_call"),
-    ("check_log_access", "trials_run"), ("check_who_overwrote", "logs"),
+    ("check_log_access", "trials_run"), ("check_log_access", "overlap"),
+    ("check_who_overwrote", "logs"),
     ("check_find_conflicts", "logs"), ("check_lockset_races", "logs"),
     ("check_publish_locked", "schedules"), ("check_publish_locked", "schedules_run")])
 def test_a_report_without_a_decisive_observation_is_refused(observed, check, key):
@@ -151,6 +152,12 @@ def test_a_lost_best_score_or_a_save_under_the_lock_in_one_schedule_is_refused(o
     _refused("check_publish_locked", {**seen, "schedules_run": runs - 1,
                                       "schedules": seen["schedules"][:-1]},
              "not the graded")
+
+
+def test_a_log_access_whose_accesses_never_overlapped_is_refused(observed):
+    seen = observed["check_log_access"]
+    assert seen["overlap"] >= 2
+    _refused("check_log_access", {**seen, "overlap": 1}, "serialised the accesses")
 
 
 def test_an_access_without_the_lock_or_a_save_by_a_trainer_that_did_not_write_is_refused(

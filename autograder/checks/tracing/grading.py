@@ -26,17 +26,27 @@ from autograder.checks.tracing.references import (
 
 
 def check_log_access(log_access: Callable[..., Any]) -> None:
-    """Graded: every record names its thread, brackets the call, survives an exception.
+    """Graded: every record names its thread, brackets the call, survives an exception, and
+    the accesses it logs still overlap.
 
     Reports (for the judge) the one-call smoke test's value and record, and every stress
     trial's values, raised errors, records and the times ``fn`` noted inside each call.
     """
     one_call = _smoke_log_access(log_access)
     trials: list = []
-    result = run_log_access(log_access, observed=trials)
+    overlap: dict = {}
+    result = run_log_access(log_access, observed=trials, overlap=overlap)
     require(result, exercise="log_access",
             again=call_text("tracing.run_log_access", "log_access"))
-    report({"one_call": one_call, "trials": trials, "trials_run": result.schedules_run})
+    if overlap["most"] < 2:
+        raise AssertionError(
+            f"log_access: in {result.schedules_run} trials of three threads whose fn() sleeps, "
+            "no two fn() calls ever ran at once: log_access serialises the accesses it logs "
+            "(a lock of its own around fn()), so the log can no longer show the races it is "
+            "there to find; expected it to hold no lock around fn() (appending to a list is "
+            "atomic)")
+    report({"one_call": one_call, "trials": trials, "trials_run": result.schedules_run,
+            "overlap": overlap["most"]})
 
 
 def _smoke_log_access(log_access: Callable[..., Any]) -> dict[str, Any]:

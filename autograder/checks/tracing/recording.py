@@ -19,7 +19,8 @@ class Cancelled(BaseException):
 
 
 def run_log_access(log_access: Callable[..., Any], *, trials: int = STRESS_TRIALS,
-                   seed: int = SEED, observed: list | None = None) -> Any:
+                   seed: int = SEED, observed: list | None = None,
+                   overlap: dict | None = None) -> Any:
     """Three real threads call ``log_access`` twice each (a read and a write that raises: an
     ``OSError``, and for the last worker :class:`Cancelled`, which is not an ``Exception``).
     Each ``fn`` must run exactly once per access.
@@ -29,8 +30,21 @@ def run_log_access(log_access: Callable[..., Any], *, trials: int = STRESS_TRIAL
     When ``observed`` is given, each passing trial appends what it saw (for the judge): what
     each worker's read returned, the workers whose failing write raised to them, every record
     as ``[thread, op, resource, start, end, lock]`` and what ``fn`` noted inside each call as
-    ``[op, worker, thread, perf_counter_ns]``.
+    ``[op, worker, thread, perf_counter_ns]``. When ``overlap`` is given, ``overlap["most"]``
+    is the most ``fn`` calls that ran at once in any trial (a ``log_access`` that holds a lock
+    of its own around ``fn()`` keeps it at 1: it serialises the accesses it should observe).
     """
+    running = {"now": 0, "most": 0}
+    guard = threading.Lock()
+
+    def enter() -> None:
+        with guard:
+            running["now"] += 1
+            running["most"] = max(running["most"], running["now"])
+
+    def leave() -> None:
+        with guard:
+            running["now"] -= 1
 
     def setup() -> dict[str, Any]:
         return {"log": [], "inside": {}, "returned": {}, "raised": {}, "calls": []}
@@ -39,17 +53,25 @@ def run_log_access(log_access: Callable[..., Any], *, trials: int = STRESS_TRIAL
         def worker(state: dict[str, Any]) -> None:
             def read() -> int:
                 state["calls"].append(("read", k))
-                time.sleep(0.006)
-                state["inside"][("read", k)] = (threading.current_thread().name,
-                                                time.perf_counter_ns())
-                time.sleep(0.006)
+                enter()
+                try:
+                    time.sleep(0.006)
+                    state["inside"][("read", k)] = (threading.current_thread().name,
+                                                    time.perf_counter_ns())
+                    time.sleep(0.006)
+                finally:
+                    leave()
                 return 100 + k
 
             def write() -> None:
                 state["calls"].append(("write", k))
-                time.sleep(0.002)
-                state["inside"][("write", k)] = (threading.current_thread().name,
-                                                 time.perf_counter_ns())
+                enter()
+                try:
+                    time.sleep(0.002)
+                    state["inside"][("write", k)] = (threading.current_thread().name,
+                                                     time.perf_counter_ns())
+                finally:
+                    leave()
                 if k == 2:
                     raise Cancelled(f"write cancelled for worker {k}")
                 raise OSError(f"disk full for worker {k}")
@@ -107,7 +129,10 @@ def run_log_access(log_access: Callable[..., Any], *, trials: int = STRESS_TRIAL
                            for (op, k), (name, inside_ns) in sorted(state["inside"].items())]})
 
     workers = [make_worker(k) for k in range(3)]
-    return stress(setup, workers, check, trials=trials, seed=seed)
+    result = stress(setup, workers, check, trials=trials, seed=seed)
+    if overlap is not None:
+        overlap["most"] = running["most"]
+    return result
 
 
 #: The fields of a record, in the order the judge reads them.
