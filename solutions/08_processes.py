@@ -297,8 +297,9 @@ mlp_block.unlink()
 # - `SharedWeightsPool(weights, workers=2, target=process_workers.serve)` puts `weights` in
 #   one new shared-memory block and starts `workers` processes with the `spawn` start method,
 #   each running `target(block_name, shapes, requests, answers)`;
-# - `predict(tokens)` returns the output for `tokens` (a tuple of 4 floats); many threads call
-#   it at once, and workers may answer in any order (`process_workers.serve` does, on purpose),
+# - `predict(tokens)` sends the request to the workers and returns their output for `tokens`
+#   (a tuple of 4 floats; the grader counts the requests its workers answered); many threads
+#   call it at once, and workers may answer in any order (`process_workers.serve` does, on purpose),
 #   even before the thread that asked is ready for the answer; two calls with the same tokens
 #   are two requests, and each caller gets its own answer, waiting for it however long it
 #   takes (no timeout: the grader's schedules let any timed wait run out); the pool keeps

@@ -102,7 +102,8 @@ def serve(source: Any, shapes: Sequence[Sequence[int]], requests: Any, answers: 
     worker the course ships, so a pool cannot pass the grader with an in-order one.) With
     ``served_by`` (a folder), it first leaves a file named after its pid there, holding how its
     process was started (:func:`start_method`), so the grader can tell that every worker ran
-    the target it was given, and how it was started.
+    the target it was given, and how it was started; and, after each group, ``<pid>.answered``
+    with how many requests it has answered, so the grader can tell the workers did the work.
     """
     import queue
 
@@ -110,6 +111,7 @@ def serve(source: Any, shapes: Sequence[Sequence[int]], requests: Any, answers: 
         with open(os.path.join(served_by, str(os.getpid())), "w", encoding="utf-8") as mark:
             mark.write(start_method())
     block, views = _attach(source, shapes)
+    answered = 0
     try:
         stop = False
         while not stop:
@@ -124,6 +126,11 @@ def serve(source: Any, shapes: Sequence[Sequence[int]], requests: Any, answers: 
                 group.pop()
             for request_id, tokens in reversed(group):
                 answers.put((request_id, embedding_predict(views, shapes, tokens)))
+            answered += len(group)
+            if served_by is not None and group:
+                with open(os.path.join(served_by, f"{os.getpid()}.answered"), "w",
+                          encoding="utf-8") as count:
+                    count.write(str(answered))
     finally:
         _detach(block, views)
 

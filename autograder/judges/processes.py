@@ -132,6 +132,9 @@ def check_pool(seen: dict) -> None:
     served, other = field(seen, "served", int), field(seen, "other_target", int)
     expect(other == 0 or served >= POOL_WORKERS,
            f"{other} worker processes ran another target (and {served} the grader's)")
+    by_workers = field(seen, "by_workers", int)
+    expect(by_workers >= POOL_REQUESTS,
+           f"the workers answered {by_workers} of the {POOL_REQUESTS} requests")
     outputs = items(seen, "outputs", (list, type(None)), at_least=POOL_REQUESTS,
                     at_most=POOL_REQUESTS)
     for index, (output, want) in enumerate(zip(outputs, EXPECTED_OUTPUTS, strict=True)):

@@ -377,7 +377,23 @@ class PredictTimeoutPool(_Routed):
 IdleReaderPool.decided_by_construction = True
 PredictTimeoutPool.decided_by_construction = True
 
-WRONG_POOLS = [ArrivalOrderPool, *lying(ReadLaterPool), IdleReaderPool, PredictTimeoutPool]
+class LocalComputePool(_Base):
+    """Starts the workers on the shared weights, but never sends them a request: predict()
+    computes each answer in the calling thread with the workers' own function."""
+
+    def __init__(self, weights: Any, workers: int = 2, target: Any = process_workers.serve
+                 ) -> None:
+        super().__init__(weights, workers, target)
+        self.views = [np.asarray(w, np.float32).ravel() for w in weights]
+        self.shapes = [tuple(w.shape) for w in weights]
+
+    def predict(self, tokens: Any) -> Any:
+        return process_workers.embedding_predict(self.views, self.shapes, tokens)
+
+
+LocalComputePool.decided_by_construction = True
+WRONG_POOLS = [ArrivalOrderPool, *lying(ReadLaterPool), IdleReaderPool, PredictTimeoutPool,
+               LocalComputePool]
 #: Pools whose bookkeeping (request ids, registered callers) is a check-then-act across the
 #: callers' threads and the collector: right on real processes in nearly every run, caught
 #: every run by the explored schedules with the processes stubbed.

@@ -63,7 +63,7 @@ def test_a_pool_graded_on_real_processes_only_is_accepted_without_explorations()
 @pytest.mark.parametrize(("check", "key"), [
     ("check_pool", "outputs"), ("check_pool", "private_mb"), ("check_pool", "not_spawned"),
     ("check_pool", "leftovers"), ("check_pool", "bookkeeping"), ("check_pool", "closing"),
-    ("check_pool", "after_idle"),
+    ("check_pool", "after_idle"), ("check_pool", "by_workers"),
     ("check_ledger", "totals"), ("check_ledger", "extras"),
     ("check_ledger", "methods"), ("check_ledger", "stopped"), ("check_choose", "cases")])
 def test_a_report_without_a_decisive_observation_is_refused(observed, check, key):
@@ -111,6 +111,12 @@ def test_lost_updates_or_a_stopped_worker_of_the_ledger_are_refused(observed):
     _refused("check_ledger", {**seen, "methods": [[0, "spawn"], [1, "fork"], [2, "spawn"]]},
              "not spawn")
     _refused("check_ledger", {**seen, "ran": [0, 2]}, "ran in a process")
+
+
+def test_a_pool_whose_workers_did_not_answer_its_requests_is_refused(observed):
+    seen = observed["check_pool"]
+    assert seen["by_workers"] >= judge.POOL_REQUESTS
+    _refused("check_pool", {**seen, "by_workers": 0}, "the workers answered 0")
 
 
 def test_totals_without_the_workers_extra_amounts_are_refused(observed):

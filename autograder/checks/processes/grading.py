@@ -77,6 +77,12 @@ def check_pool(pool_class: Callable[..., Any]) -> None:
     if seen.answered != total:
         raise AssertionError(f"{exercise}: {total - seen.answered} of {total} predict() calls "
                              "returned None, expected the model's output")
+    if seen.by_workers < total:
+        raise AssertionError(
+            f"{exercise}: its worker processes answered {seen.by_workers} of the {total} "
+            "requests predict() was asked, expected every predict() to send its request to "
+            "the workers and return their answer: the work of a process pool runs in its "
+            "processes, not in the calling thread")
     private = {pid: mb for pid, mb in seen.worker_uss_mb.items()
                if mb > weights_mb / 2 and pid in seen.served}
     if private:
@@ -106,6 +112,7 @@ def check_pool(pool_class: Callable[..., Any]) -> None:
             _require_joined(exercise, closing)
     report({"workers": len(seen.workers), "not_spawned": seen.not_spawned,
             "served": len(seen.served), "other_target": len(seen.other_target),
+            "by_workers": seen.by_workers,
             "outputs": seen.outputs, "idle_s": float(seen.idle_s), "after_idle": seen.after_idle,
             "private_mb": [float(mb) for pid, mb in seen.worker_uss_mb.items()
                            if pid in seen.served],

@@ -47,7 +47,8 @@ class PoolRun:
     """What the grader saw of one pool (see :func:`run_pool`); ``outputs`` holds what each
     graded request's ``predict()`` returned, as a flat list of floats (None when it returned
     None); ``after_idle`` what the first request's returned once more, after the pool had been
-    left idle for ``idle_s`` seconds."""
+    left idle for ``idle_s`` seconds; ``by_workers`` how many requests the workers running the
+    grader's target say they answered."""
 
     workers: list[int] = field(default_factory=list)
     not_spawned: int = 0
@@ -62,6 +63,7 @@ class PoolRun:
     outputs: list[list[float] | None] = field(default_factory=list)
     idle_s: float = 0.0
     after_idle: list[float] | None = None
+    by_workers: int = 0
 
 
 def run_pool(pool_class: Callable[..., Any], *, workers: int = POOL_WORKERS,
@@ -92,6 +94,7 @@ def run_pool(pool_class: Callable[..., Any], *, workers: int = POOL_WORKERS,
         bounded(exercise, "close()", pool.close, CLOSE_S)
         seen.still_running = _wait_for_exit(seen.workers)
         seen.served = [pid for pid in seen.workers if _mark(marks, pid)]
+        seen.by_workers = sum(_answered(marks, pid) for pid in seen.workers)
         seen.other_target = [pid for pid in seen.workers if pid not in seen.still_running
                              and pid not in seen.served]
         seen.leftovers = before.since()
@@ -150,6 +153,16 @@ def _mark(marks: str, pid: int) -> str:
             return mark.read().strip()
     except OSError:
         return ""
+
+
+def _answered(marks: str, pid: int) -> int:
+    """How many requests worker ``pid`` (running the grader's target) says it answered."""
+    try:
+        with open(os.path.join(marks, f"{pid}.answered"), encoding="utf-8") as count:
+            text = count.read().strip()
+    except OSError:
+        return 0
+    return int(text) if text.isdigit() else 0
 
 
 def _load(exercise: str, pool: Any, seen: PoolRun) -> None:
