@@ -639,6 +639,17 @@ def ledger_returning_the_expected_totals(workers: int, updates: int) -> list[int
     return process_workers.expected_totals(workers, updates)
 
 
+def _queue_workers(ctx: Any, updates_queue: Any, workers: int, updates: int) -> list[Any]:
+    """The ledger workers of a single-writer design, started: each sends its updates on
+    ``updates_queue``."""
+    procs = [ctx.Process(target=process_workers.tally,
+                         args=(updates_queue, None, k, workers, updates))
+             for k in range(workers)]
+    for proc in procs:
+        proc.start()
+    return procs
+
+
 def ledger_without_lock_returning_the_expected_totals(workers: int, updates: int) -> list[int]:
     """No lock, every worker runs to the end, and it returns what ``expected_totals`` says the
     accounts hold instead of what its racy ledger holds."""
@@ -651,13 +662,7 @@ def ledger_unread_queue_returning_the_expected_totals(workers: int, updates: int
     reads, and it returns what ``expected_totals`` says."""
     ctx = multiprocessing.get_context("spawn")
     with ctx.Manager() as manager:
-        updates_queue = manager.Queue()
-        procs = [ctx.Process(target=process_workers.tally,
-                             args=(updates_queue, None, k, workers, updates))
-                 for k in range(workers)]
-        for proc in procs:
-            proc.start()
-        for proc in procs:
+        for proc in _queue_workers(ctx, manager.Queue(), workers, updates):
             proc.join()
     return process_workers.expected_totals(workers, updates)
 
@@ -745,12 +750,7 @@ def ledger_join_before_draining(workers: int, updates: int) -> list[int]:
     does not exit until what it put on the queue has been read."""
     ctx = multiprocessing.get_context("spawn")
     updates_queue = ctx.Queue()
-    procs = [ctx.Process(target=process_workers.tally,
-                         args=(updates_queue, None, k, workers, updates))
-             for k in range(workers)]
-    for proc in procs:
-        proc.start()
-    for proc in procs:
+    for proc in _queue_workers(ctx, updates_queue, workers, updates):
         proc.join()
     totals = [0] * process_workers.ACCOUNTS
     for _ in range(workers * updates):

@@ -420,26 +420,7 @@ def measure_infinite_wall(serve: Any, threads: int, calls: int) -> dict[str, Any
 def measure_no_more_threads_than_cores(serve: Any, threads: int, calls: int) -> dict[str, Any]:
     """Wrong: "more threads than cores only adds contention": two threads (this machine's
     cores) share the threads x calls calls, so sleeping calls overlap two ways, not four."""
-    workers = 2
-    shares = [threads * calls // workers] * workers
-    barrier = threading.Barrier(workers + 1)
-    latencies: list[float] = []
-
-    def body(share: int) -> None:
-        barrier.wait()
-        for _ in range(share):
-            start = time.perf_counter()
-            serve()
-            latencies.append(time.perf_counter() - start)
-
-    pool = [threading.Thread(target=body, args=(share,)) for share in shares]
-    for thread in pool:
-        thread.start()
-    barrier.wait()
-    start = time.perf_counter()
-    for thread in pool:
-        thread.join()
-    wall = time.perf_counter() - start
+    wall, latencies = _measure_threads(serve, 2, threads * calls // 2, together=True)
     return {"wall_s": wall, "latencies_s": latencies, "throughput": len(latencies) / wall}
 
 

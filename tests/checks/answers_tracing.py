@@ -534,15 +534,20 @@ def publish_lock_not_logged(best, lock, name, score, access, save):
         save(name)
 
 
-def publish_new_lock(best, lock, name, score, access, save):
-    """A new lock in every call: nobody ever waits for anybody."""
-    with threading.Lock():
+def _publish_holding(guard, best, name, score, access, save):
+    """The fixed publish, holding ``guard``: whichever lock the answer chose to hold."""
+    with guard:
         seen = access("read", "best", lambda: best["score"], lock="best_lock")
         better = score > seen
         if better:
             access("write", "best", lambda: best.update(score=score, by=name), lock="best_lock")
     if better:
         save(name)
+
+
+def publish_new_lock(best, lock, name, score, access, save):
+    """A new lock in every call: nobody ever waits for anybody."""
+    _publish_holding(threading.Lock(), best, name, score, access, save)
 
 
 def publish_acquire_finally(best, lock, name, score, access, save):
@@ -591,13 +596,7 @@ _OWN_LOCK = threading.Lock()
 def publish_own_lock(best, lock, name, score, access, save):
     """A module-wide lock of its own instead of the ``lock`` all trainers share, while the log
     says ``best_lock``: any other code that takes ``lock`` to touch the record writes anyway."""
-    with _OWN_LOCK:
-        seen = access("read", "best", lambda: best["score"], lock="best_lock")
-        better = score > seen
-        if better:
-            access("write", "best", lambda: best.update(score=score, by=name), lock="best_lock")
-    if better:
-        save(name)
+    _publish_holding(_OWN_LOCK, best, name, score, access, save)
 
 
 def publish_write_not_logged(best, lock, name, score, access, save):
@@ -629,13 +628,7 @@ def publish_reads_before_the_lock(best, lock, name, score, access, save):
     read and write."""
     if access("read", "best", lambda: best["score"], lock="best_lock") >= score:
         return
-    with lock:
-        seen = access("read", "best", lambda: best["score"], lock="best_lock")
-        better = score > seen
-        if better:
-            access("write", "best", lambda: best.update(score=score, by=name), lock="best_lock")
-    if better:
-        save(name)
+    _publish_holding(lock, best, name, score, access, save)
 
 
 WRONG_PUBLISH = [publish_unlocked, publish_split_locks, publish_save_under_lock,

@@ -5,6 +5,7 @@ import threading
 import pytest
 
 from autograder.checks.kit import (
+    Overlap,
     bounded,
     describe_error,
     describe_threads,
@@ -154,3 +155,19 @@ def test_require_gives_no_replay_line_when_no_schedule_ran():
         require(_Result(ok=False, verdict="error", schedules_run=0), exercise="Counter",
                 again="anatomy.run_counter(Counter)")
     assert "Run it again" not in str(failure.value)
+
+
+def test_overlap_counts_the_most_calls_running_at_once():
+    overlap = Overlap()
+    for _ in range(3):  # one after another: never more than one
+        with overlap.counting():
+            pass
+    assert overlap.most == 1
+    inside = threading.Barrier(3)
+
+    def call() -> None:
+        with overlap.counting():
+            inside.wait(5)  # all three are inside before any leaves
+
+    run_together([call, call, call], timeout_s=10)
+    assert overlap.most == 3

@@ -12,6 +12,7 @@ dodge that test: the grader must notice the substitution, whatever else the pool
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -49,13 +50,34 @@ def test_a_pool_that_runs_its_own_worker_instead_of_the_target_fails(run):
 
 
 def test_the_functions_a_check_hands_an_answer_lead_to_none_of_its_records():
-    """Lesson 06's ``access`` and ``save`` and lesson 04's logged ``read`` and ``transform``
-    are opaque: no ``.args``, closure or ``__self__`` reaches the check's log (the runner's
+    """Lesson 06's ``access`` and ``save`` and the ``fn`` its ``log_access`` is handed, lesson
+    05's hidden ledgers' ``record`` and ``totals``, and lesson 04's logged ``read`` and
+    ``transform`` are opaque: no ``.args``, closure or ``__self__`` reaches the check's log,
+    its trial state, the implementation or the count of calls that ran at once (the runner's
     audit hook refuses their defaults; tests/kernel/test_seal.py)."""
     from autograder.checks import tfdata, tracing
+    from autograder.checks.stress_tests.running import grade_against
     from autograder.harness import tamper
 
     handed = []
+
+    def log_access(log, op, resource, fn, lock=None):
+        handed.append(fn)
+        try:
+            return fn()
+        finally:
+            log.append({"thread": threading.current_thread().name, "op": op,
+                        "resource": resource, "start": 0, "end": 0, "lock": lock})
+
+    tracing.run_log_access(log_access, trials=1)
+    assert len(handed) == 6
+
+    def stress_ledger(make_ledger):
+        ledger_class = type(make_ledger())
+        handed.extend([vars(ledger_class)["record"], vars(ledger_class)["totals"]])
+
+    rows = grade_against(stress_ledger)
+    assert rows and len(handed) == 6 + 2 * len(rows)
 
     def publish_locked(best, lock, name, score, access, save):
         handed.extend([access, save])

@@ -1,7 +1,8 @@
 """The primitives every lesson's checks share, public and tested on their own.
 
 - :mod:`~autograder.checks.kit.threads`: threads released together at a barrier
-  (:func:`released_together`, :func:`run_together`, :func:`run_threads`);
+  (:func:`released_together`, :func:`run_together`, :func:`run_threads`), and how many calls
+  ran at once (:class:`Overlap`);
 - :mod:`~autograder.checks.kit.deadline`: a call with a deadline (:func:`within`,
   :func:`bounded`) and an answer's first run alone on one thread (:func:`smoke`);
 - :mod:`~autograder.checks.kit.verdict`: one wording for a verdict (:func:`require`, over
@@ -23,6 +24,7 @@ from autograder.checks.kit.describe import describe_error, describe_threads
 from autograder.checks.kit.memory import keras_variable_bytes
 from autograder.checks.kit.threads import (
     JoinProbe,
+    Overlap,
     joining,
     released_together,
     run_threads,
@@ -39,7 +41,7 @@ from autograder.checks.kit.verdict import (
 )
 
 __all__ = [
-    "JoinProbe", "SMOKE_TIMEOUT_S", "Outcome", "bounded", "call_text", "describe_error",
+    "JoinProbe", "Overlap", "SMOKE_TIMEOUT_S", "Outcome", "bounded", "call_text", "describe_error",
     "describe_threads",
     "explored_report",
     "failure", "keras_variable_bytes", "released_together", "report", "require", "require_ok",

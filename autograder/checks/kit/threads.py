@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from autograder.harness import tamper
@@ -195,3 +196,30 @@ class JoinProbe:
                 self._gate.set()
                 if self.held is not None:
                     self.released_by = why
+
+
+class Overlap:
+    """How many calls (of an answer's, or into it) were running at once, at most.
+
+    A race shows only when calls overlap: a check can require that they did (a stress test
+    that failed a racy ledger whose calls never overlapped did not see the race; a logger whose
+    accesses never overlap serialised them). Counted under a lock of its own, around the calls,
+    not inside them.
+    """
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._running = 0
+        self.most = 0
+
+    @contextlib.contextmanager
+    def counting(self) -> Iterator[None]:
+        """Count the body as one call running."""
+        with self._guard:
+            self._running += 1
+            self.most = max(self.most, self._running)
+        try:
+            yield
+        finally:
+            with self._guard:
+                self._running -= 1

@@ -8,13 +8,12 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from autograder.checks.kit import JoinProbe, within
+from autograder.checks.kit import JoinProbe, Overlap, within
 from autograder.checks.plain import exception_line, plain
 from autograder.checks.stress_tests.gil_hidden import GIL_HIDDEN_CORRECT, GIL_HIDDEN_RACY
 from autograder.checks.stress_tests.ledgers import (
     CORRECT,
     RACY,
-    Overlap,
     _anonymous,
     _rows_of,
     batch,

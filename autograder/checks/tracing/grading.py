@@ -11,7 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from autograder.checks.kit import call_text, describe_error, explored_report, report, require, smoke
+from autograder.checks.kit import (
+    Overlap,
+    call_text,
+    describe_error,
+    explored_report,
+    report,
+    require,
+    smoke,
+)
 from autograder.checks.plain import NotPlainData, plain
 from autograder.checks.tracing.logs import _hidden_logs, _lockset_edge_logs
 from autograder.checks.tracing.publishing import run_publish_locked
@@ -34,11 +42,11 @@ def check_log_access(log_access: Callable[..., Any]) -> None:
     """
     one_call = _smoke_log_access(log_access)
     trials: list = []
-    overlap: dict = {}
+    overlap = Overlap()
     result = run_log_access(log_access, observed=trials, overlap=overlap)
     require(result, exercise="log_access",
             again=call_text("tracing.run_log_access", "log_access"))
-    if overlap["most"] < 2:
+    if overlap.most < 2:
         raise AssertionError(
             f"log_access: in {result.schedules_run} trials of three threads whose fn() sleeps, "
             "no two fn() calls ever ran at once: log_access serialises the accesses it logs "
@@ -46,7 +54,7 @@ def check_log_access(log_access: Callable[..., Any]) -> None:
             "there to find; expected it to hold no lock around fn() (appending to a list is "
             "atomic)")
     report({"one_call": one_call, "trials": trials, "trials_run": result.schedules_run,
-            "overlap": overlap["most"]})
+            "overlap": overlap.most})
 
 
 def _smoke_log_access(log_access: Callable[..., Any]) -> dict[str, Any]:

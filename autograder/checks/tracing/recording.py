@@ -7,9 +7,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from autograder.checks.kit import Overlap
 from autograder.checks.plain import plain
 from autograder.checks.tracing.settings import SEED, STRESS_TRIALS
 from autograder.harness import stress
+from autograder.harness.tamper import opaque
 
 
 class Cancelled(BaseException):
@@ -20,7 +22,7 @@ class Cancelled(BaseException):
 
 def run_log_access(log_access: Callable[..., Any], *, trials: int = STRESS_TRIALS,
                    seed: int = SEED, observed: list | None = None,
-                   overlap: dict | None = None) -> Any:
+                   overlap: Overlap | None = None) -> Any:
     """Three real threads call ``log_access`` twice each (a read and a write that raises: an
     ``OSError``, and for the last worker :class:`Cancelled`, which is not an ``Exception``).
     Each ``fn`` must run exactly once per access.
@@ -30,21 +32,11 @@ def run_log_access(log_access: Callable[..., Any], *, trials: int = STRESS_TRIAL
     When ``observed`` is given, each passing trial appends what it saw (for the judge): what
     each worker's read returned, the workers whose failing write raised to them, every record
     as ``[thread, op, resource, start, end, lock]`` and what ``fn`` noted inside each call as
-    ``[op, worker, thread, perf_counter_ns]``. When ``overlap`` is given, ``overlap["most"]``
-    is the most ``fn`` calls that ran at once in any trial (a ``log_access`` that holds a lock
+    ``[op, worker, thread, perf_counter_ns]``. When ``overlap`` is given, ``overlap.most`` is
+    the most ``fn`` calls that ran at once in any trial (a ``log_access`` that holds a lock
     of its own around ``fn()`` keeps it at 1: it serialises the accesses it should observe).
     """
-    running = {"now": 0, "most": 0}
-    guard = threading.Lock()
-
-    def enter() -> None:
-        with guard:
-            running["now"] += 1
-            running["most"] = max(running["most"], running["now"])
-
-    def leave() -> None:
-        with guard:
-            running["now"] -= 1
+    running = overlap if overlap is not None else Overlap()
 
     def setup() -> dict[str, Any]:
         return {"log": [], "inside": {}, "returned": {}, "raised": {}, "calls": []}
@@ -53,32 +45,28 @@ def run_log_access(log_access: Callable[..., Any], *, trials: int = STRESS_TRIAL
         def worker(state: dict[str, Any]) -> None:
             def read() -> int:
                 state["calls"].append(("read", k))
-                enter()
-                try:
+                with running.counting():
                     time.sleep(0.006)
                     state["inside"][("read", k)] = (threading.current_thread().name,
                                                     time.perf_counter_ns())
                     time.sleep(0.006)
-                finally:
-                    leave()
                 return 100 + k
 
             def write() -> None:
                 state["calls"].append(("write", k))
-                enter()
-                try:
+                with running.counting():
                     time.sleep(0.002)
                     state["inside"][("write", k)] = (threading.current_thread().name,
                                                      time.perf_counter_ns())
-                finally:
-                    leave()
                 if k == 2:
                     raise Cancelled(f"write cancelled for worker {k}")
                 raise OSError(f"disk full for worker {k}")
 
-            state["returned"][k] = log_access(state["log"], "read", f"res{k % 2}", read)
+            # Opaque: the answer cannot reach the trial's state or the overlap count.
+            state["returned"][k] = log_access(state["log"], "read", f"res{k % 2}",
+                                              opaque(read))
             try:
-                log_access(state["log"], "write", f"res{k % 2}", write, lock=None)
+                log_access(state["log"], "write", f"res{k % 2}", opaque(write), lock=None)
             except (OSError, Cancelled) as error:
                 state["raised"][k] = str(error)
 
@@ -129,10 +117,7 @@ def run_log_access(log_access: Callable[..., Any], *, trials: int = STRESS_TRIAL
                            for (op, k), (name, inside_ns) in sorted(state["inside"].items())]})
 
     workers = [make_worker(k) for k in range(3)]
-    result = stress(setup, workers, check, trials=trials, seed=seed)
-    if overlap is not None:
-        overlap["most"] = running["most"]
-    return result
+    return stress(setup, workers, check, trials=trials, seed=seed)
 
 
 #: The fields of a record, in the order the judge reads them.
