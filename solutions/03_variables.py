@@ -551,6 +551,11 @@ print("torn share, model(x) / predict_on_batch:",
 # When many threads call `step()` at once, no step may be lost (after `n` calls, `steps`
 # holds `n`) and every call must get its own number: together the calls return each of
 # `1 .. n` exactly once, and later calls on one thread get larger numbers.
+#
+# If you use a `tf.function`, remember that its Python runs only while it is traced: a
+# `threading.Lock` taken inside it guards nothing in the graph that every later call runs.
+# The grader's `explore` runs a function's ops one at a time with such a lock left out, as the
+# graph runs them.
 
 # %% nbgrader={"grade": false, "grade_id": "ex_variables_step_counter", "locked": false, "schema_version": 3, "solution": true, "task": false}
 class StepCounter:
@@ -677,10 +682,13 @@ variables.check_publisher(WeightPublisher)
 #   `variables.version_weights(k, model)` for `k = 1 .. updates`, waiting `interval_s`
 #   seconds between two publishes (a trainer computes between versions). Release the readers
 #   and the writer together (a `threading.Barrier`), so that no thread starts late on a busy
-#   machine; readers keep reading until the writer is done, then stop;
+#   machine; readers keep reading until the writer is done (its last `publish` has
+#   returned), then stop: a reader that stops once it has seen the last version misses the
+#   end of the last publish;
 # - record, per candidate, a dict with `"reads"` (predictions made), `"torn"` (how many of
 #   them `variables.is_torn`), `"reads_per_s"` (reads divided by the time the threads ran)
-#   and `"updates_per_s"` (`updates` divided by the time the writer took);
+#   and `"updates_per_s"` (`updates`, not counting the version the model started with,
+#   divided by the time the writer took from before its first publish to after its last);
 # - return `(name, table)`: `table` maps every name to its dict, and `name` is the candidate
 #   with the most reads per second among those with no torn read and at least
 #   `min_updates_per_s` updates per second (`None` when none qualifies).

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import _queue
 import _thread
+import contextlib
+import os
 import re
 import threading
 import types
@@ -203,6 +205,39 @@ def at_with(frame: types.FrameType) -> Wait | None:
     if isinstance(manager, _LOCK_TYPES):
         return Wait(_lock_ready(manager), f"enter `with` on {_name(manager)}")
     return None
+
+
+#: ``tf.function``'s ``__call__``: the Python body it runs directly when functions run eagerly.
+_TF_FUNCTION_FILE = os.path.join("polymorphic_function", "polymorphic_function.py")
+_ELIDED = (*_LOCK_TYPES, OwnedLock, threading.Condition, threading.Semaphore)
+
+
+def elide_traced_lock(frame: types.FrameType) -> bool:
+    """Make a ``with`` that enters a lock inside a ``tf.function`` body enter nothing, when
+    the body runs eagerly (``tf.config.run_functions_eagerly(True)``, as an explored check
+    runs it to interleave its ops).
+
+    In graph mode, the Python in a ``tf.function`` runs only while the function is traced: the
+    graph that every later call runs holds no Python lock, and the ops the ``with`` seemed to
+    guard interleave with another thread's. Running the body eagerly would take the lock on
+    every call and hide that race, so the lock is replaced by a null context on the paused
+    frame's stack (a lock taken with ``acquire()`` is not elided). Returns True when it was.
+    """
+    manager = frames.peek(frame, 0)
+    if not isinstance(manager, _ELIDED) or not _in_eager_tf_function(frame):
+        return False
+    return frames.poke(frame, 0, contextlib.nullcontext())
+
+
+def _in_eager_tf_function(frame: types.FrameType) -> bool:
+    caller = frame.f_back
+    while caller is not None:
+        code = caller.f_code
+        if code.co_name == "__call__" and code.co_filename.endswith(_TF_FUNCTION_FILE):
+            function = caller.f_locals.get("self")
+            return bool(getattr(function, "_run_functions_eagerly", False))
+        caller = caller.f_back
+    return False
 
 
 def _lock_wait(frame: types.FrameType, lock: object, name: str, positional: list,

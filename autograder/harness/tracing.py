@@ -164,6 +164,8 @@ class Tracing:
                 if function is _SLEEP:
                     me.expect_native = True
         elif category == codemap.WITH:
+            if primitives.elide_traced_lock(frame):
+                return
             wait = primitives.at_with(frame)
         elif category == codemap.GLOBAL:
             name = op[1]
@@ -189,6 +191,8 @@ class Tracing:
             raise _Abort
         if op[0] == codemap.CALL:
             wait = primitives.at_call(frame, op[1], op[2], self._finished_thread)[1]
+        elif primitives.elide_traced_lock(frame):
+            return None
         else:
             wait = primitives.at_with(frame)
         if wait is None or wait.ready():

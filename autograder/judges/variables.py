@@ -35,6 +35,12 @@ CHOICE_READERS = 2
 CHOICE_UPDATES = 2
 CHOICE_MIN_UPDATES_PER_S = 12.0
 RATE_WITHIN = (0.05, 5.0)
+#: A reported updates_per_s may be at most this far above the truth: a writer timed around its
+#: own publishes took at least as long as they did (``choice.UPDATES_RATE_ABOVE``).
+UPDATES_RATE_ABOVE = 1.05
+#: The last publish waits until every reader has been served the last version this often
+#: (``choice.LAST_VERSION_READS``): a reader that read it fewer times stopped early.
+LAST_VERSION_READS = 2
 
 _NUMBER = (int, float, bool)
 _MAX_READS = 10_000
@@ -161,6 +167,9 @@ def _measured(candidate: dict) -> dict:
                f"{name}: a reader made none of its {reads} reads while the writer published")
         expect(field(reader, "last_end", float) >= last_start,
                f"{name}: a reader stopped before the last publish")
+        expect(field(reader, "last_version_reads", int) >= LAST_VERSION_READS,
+               f"{name}: a reader stopped before the writer was done (served the last "
+               f"version fewer than {LAST_VERSION_READS} times)")
         expect(late <= max(3, reads // 2),
                f"{name}: a reader made {late} of its {reads} reads after the writer was done")
         total += reads
@@ -175,9 +184,11 @@ def _measured(candidate: dict) -> dict:
            f"{name}: reported {reported['reads']} reads with {reported['torn']} torn, but "
            f"{reads} were made with {torn} torn")
     low, high = RATE_WITHIN
-    for key, truth in (("reads_per_s", reads / max(span, 1e-9)),
-                       ("updates_per_s", CHOICE_UPDATES / max(writer_done - writer_start, 1e-9))):
-        expect(low * truth <= reported[key] <= high * truth,
+    for key, truth, above in (
+            ("reads_per_s", reads / max(span, 1e-9), high),
+            ("updates_per_s", CHOICE_UPDATES / max(writer_done - writer_start, 1e-9),
+             UPDATES_RATE_ABOVE)):
+        expect(low * truth <= reported[key] <= above * truth,
                f"{name}: reported {key} = {reported[key]!r}, but it did about {truth:.0f}")
     return reported
 

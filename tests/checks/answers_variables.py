@@ -158,6 +158,24 @@ class FunctionAddThenReadCounter:
         return int(self._step())
 
 
+class LockInsideFunctionCounter:
+    """A Python lock inside the ``tf.function``: it is taken only while the function is
+    traced, so the graph every call runs adds and reads back with no lock at all."""
+
+    def __init__(self) -> None:
+        self.steps = tf.Variable(0, dtype=tf.int64)
+        self._lock = threading.Lock()
+
+    @tf.function
+    def _step(self) -> Any:
+        with self._lock:
+            self.steps.assign_add(1)
+            return self.steps.read_value()
+
+    def step(self) -> int:
+        return int(self._step())
+
+
 class FunctionAddValueCounter:
     """``return v.assign_add(1)`` from a ``tf.function``: the value is a later read of ``v``."""
 
@@ -233,7 +251,7 @@ class BlocksOfTwoCounter:
 
 WRONG_COUNTERS = [AssignReadBackCounter, UseLockingCounter, AssignAddValueCounter,
                   AssignAddThenReadCounter, LockPerCallCounter, LockedAddReadOutsideCounter,
-                  FunctionAddThenReadCounter, FunctionAddValueCounter,
+                  FunctionAddThenReadCounter, LockInsideFunctionCounter, FunctionAddValueCounter,
                   CriticalSectionAddReadOutsideCounter, BlocksOfTwoCounter]
 CORRECT_COUNTERS = [TicketCounter, PythonMirrorCounter, LockAroundFunctionCounter]
 #: Run once each: a critical section blocks inside TensorFlow, where the controlled scheduler
@@ -478,8 +496,13 @@ SLOW_CORRECT_PUBLISHERS = [BuildThenSwapPublisher, SnapshotCopiesPublisher]
 
 
 def _measure(publisher_class: Any, make_model: Any, readers: int, updates: int,
-             interval_s: float) -> dict[str, Any]:
-    """A correct measurement: readers loop until the writer is done (shared by wrong choices)."""
+             interval_s: float, *, versions_counted: int | None = None,
+             stop_at_last_version: bool = False) -> dict[str, Any]:
+    """A correct measurement: readers loop until the writer is done (shared by wrong choices).
+
+    Wrong on request: ``versions_counted`` divides that many versions (not ``updates``) by the
+    writer's time; ``stop_at_last_version`` stops a reader once it was served the last one.
+    """
     model = make_model()
     publisher = publisher_class(model)
     x = variables.probe(model)
@@ -493,7 +516,11 @@ def _measure(publisher_class: Any, make_model: Any, readers: int, updates: int,
     def reader(mine: list[bool]) -> None:
         go.wait()
         while not done.is_set():
-            mine.append(variables.is_torn(publisher.predict(x)))
+            outputs = publisher.predict(x)
+            mine.append(variables.is_torn(outputs))
+            if (stop_at_last_version and not mine[-1]
+                    and int(variables.read_versions(outputs).min()) == updates):
+                return
 
     def writer() -> None:
         go.wait()
@@ -514,8 +541,9 @@ def _measure(publisher_class: Any, make_model: Any, readers: int, updates: int,
         t.join()
     elapsed = time.perf_counter() - start
     reads = sum(len(m) for m in results)
+    counted = updates if versions_counted is None else versions_counted
     return {"reads": reads, "torn": sum(sum(m) for m in results),
-            "reads_per_s": reads / elapsed, "updates_per_s": updates / writer_time[0]}
+            "reads_per_s": reads / elapsed, "updates_per_s": counted / writer_time[0]}
 
 
 def choose_ignoring_torn(candidates: Any, make_model: Any, *, readers: int, updates: int,
@@ -720,8 +748,39 @@ def choose_more_than_the_threshold(candidates: Any, make_model: Any, *, readers:
     return max(ok, key=lambda n: table[n]["reads_per_s"], default=None), table
 
 
+def _choose_by_the_rule(table: dict[str, dict[str, Any]], min_updates_per_s: float) -> Any:
+    """The exercise's rule on a table: most reads per second, no torn read, enough updates."""
+    ok = [n for n in table if table[n]["torn"] == 0
+          and table[n]["updates_per_s"] >= min_updates_per_s]
+    return max(ok, key=lambda n: table[n]["reads_per_s"], default=None)
+
+
+def choose_counting_the_first_version(candidates: Any, make_model: Any, *, readers: int,
+                                      updates: int, interval_s: float,
+                                      min_updates_per_s: float) -> Any:
+    """Divides ``updates + 1`` versions (the first one too) by the writer's time: the rate is
+    inflated by half at two updates, so a publisher too slow for the trainer qualifies."""
+    table = {n: _measure(c, make_model, readers, updates, interval_s,
+                         versions_counted=updates + 1) for n, c in candidates.items()}
+    return _choose_by_the_rule(table, min_updates_per_s), table
+
+
+def choose_readers_stop_at_the_last_version(candidates: Any, make_model: Any, *,
+                                            readers: int, updates: int, interval_s: float,
+                                            min_updates_per_s: float) -> Any:
+    """A reader stops once it has been served the last version, while the writer's last
+    publish is still running: reads made during its end are never measured."""
+    table = {n: _measure(c, make_model, readers, updates, interval_s,
+                         stop_at_last_version=True) for n, c in candidates.items()}
+    return _choose_by_the_rule(table, min_updates_per_s), table
+
+
+# The last publish waits until each reader was served the last version twice: never, here.
+choose_readers_stop_at_the_last_version.decided_by_construction = True
+
 WRONG_CHOICES = [choose_ignoring_torn, choose_ignoring_update_rate, choose_fixed_reads,
-                 choose_sequential, choose_more_than_the_threshold]
+                 choose_sequential, choose_more_than_the_threshold,
+                 choose_counting_the_first_version, choose_readers_stop_at_the_last_version]
 CORRECT_CHOICES = [choose_with_pool_and_flag, choose_with_locked_totals]
 
 

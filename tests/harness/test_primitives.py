@@ -324,3 +324,48 @@ def test_threads_left_stuck_earlier_do_not_delay_deadlock_detection():
 
     result = explore(setup, [twice], lambda s: True, timeout_s=30)
     assert result.verdict == "deadlock", result.verdict  # waiting on the stuck thread: "timeout"
+
+
+@pytest.mark.parametrize("primitive", [threading.Lock, threading.RLock, threading.Condition,
+                                       threading.Semaphore])
+def test_a_lock_inside_a_tf_function_run_eagerly_guards_nothing_as_in_its_graph(primitive):
+    """Under ``run_functions_eagerly`` the Python of a ``tf.function`` runs on every call; in
+    graph mode it ran only while tracing. A lock entered inside the body is left out, so the
+    add and the read-back interleave as the graph's ops do; the same lock around the call
+    keeps guarding them."""
+    import tensorflow as tf
+
+    def program(lock_inside):
+        def setup():
+            state = SimpleNamespace(v=tf.Variable(0, dtype=tf.int64), lock=primitive(), got=[])
+
+            @tf.function
+            def add_and_read():
+                if lock_inside:
+                    with state.lock:
+                        state.v.assign_add(1)
+                        return state.v.read_value()
+                state.v.assign_add(1)
+                return state.v.read_value()
+
+            state.step = add_and_read
+            return state
+
+        def work(state):
+            if lock_inside:
+                state.got.append(int(state.step()))
+            else:
+                with state.lock:
+                    state.got.append(int(state.step()))
+
+        return explore(setup, [work, work], lambda s: sorted(s.got) == [1, 2], seed=0,
+                       max_schedules=SCHEDULES, callbacks=True)
+
+    eager = tf.config.functions_run_eagerly()
+    tf.config.run_functions_eagerly(True)
+    try:
+        inside, around = program(lock_inside=True), program(lock_inside=False)
+    finally:
+        tf.config.run_functions_eagerly(eager)
+    assert inside.verdict == "race", inside.message
+    assert around.ok, around.message

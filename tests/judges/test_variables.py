@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from autograder.checks import variables
-from autograder.checks.variables import settings
+from autograder.checks.variables import choice, settings
 from autograder.checks.variables.choice import run_choice
 from autograder.judges import Malformed, Rejected
 from autograder.judges import variables as judge
@@ -101,6 +101,13 @@ def test_a_torn_candidate_chosen_or_a_misreported_measurement_is_refused(observe
     with pytest.raises(Rejected, match="stopped before the last publish"):
         judge.check_choice(_forged(seen, ("candidates", 0, "readers", 1, "last_end"),
                                    seen["candidates"][0]["writer_start"]))
+    with pytest.raises(Rejected, match="stopped before the writer was done"):
+        judge.check_choice(_forged(seen, ("candidates", 0, "readers", 0,
+                                          "last_version_reads"), 1))
+    inflated = seen["candidates"][chosen]["table"]["updates_per_s"] * 1.5
+    with pytest.raises(Rejected, match="updates_per_s"):
+        judge.check_choice(_forged(seen, ("candidates", chosen, "table", "updates_per_s"),
+                                   inflated))
     with pytest.raises(Malformed, match="'torn' is missing"):
         judge.check_choice(_forged(seen, ("candidates", chosen, "torn"), None))
     with pytest.raises(Malformed, match="'chosen' is missing"):
@@ -125,5 +132,7 @@ def test_the_judges_constants_are_the_checks_settings():
         "PUBLISHER_MIN_UPDATES", "PUBLISHER_EXPLORE_UPDATES", "PUBLISHER_SAMPLES",
         "PUBLISHER_SCHEDULES", "CHOICE_READERS", "CHOICE_UPDATES", "CHOICE_MIN_UPDATES_PER_S"]
     assert {n: getattr(judge, n) for n in names} == {n: getattr(settings, n) for n in names}
+    assert (judge.UPDATES_RATE_ABOVE, judge.LAST_VERSION_READS) == (
+        choice.UPDATES_RATE_ABOVE, choice.LAST_VERSION_READS)
     named = run_choice(lambda *args, **kwargs: (None, {}))
     assert sorted(named.names.values()) == list(judge.CHOICE_NAMES)

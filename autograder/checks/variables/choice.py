@@ -14,7 +14,13 @@ import numpy as np
 
 from autograder.checks.cache import memo
 from autograder.checks.plain import plain
-from autograder.checks.variables.model import _shape, is_torn, probe, versioned_model
+from autograder.checks.variables.model import (
+    _shape,
+    is_torn,
+    probe,
+    read_versions,
+    versioned_model,
+)
 from autograder.checks.variables.settings import (
     CHOICE_INTERVAL_S,
     CHOICE_MIN_UPDATES_PER_S,
@@ -36,6 +42,14 @@ _SLOW_PUBLISH_S = 0.08
 #: Every candidate's last publish takes this much longer, so that a reader that keeps reading
 #: until the writer is done is seen reading during it, even on a loaded machine.
 _LAST_PUBLISH_S = 0.02
+#: Before it returns, every candidate's last publish waits (at most :data:`_TEAR_WAIT_S`) until
+#: each reader has been served the last version this many times: a reader that keeps reading
+#: until the writer is done always is; one that stops once it has seen the last version is not.
+LAST_VERSION_READS = 2
+#: How far above the truth (the grader's clock, from the first publish's start to the last
+#: one's end) a reported ``updates_per_s`` may be. A writer timed around its own publishes took
+#: at least that long, so its rate is at most the truth; the margin covers another clock.
+UPDATES_RATE_ABOVE = 1.05
 
 
 class _Recorder:
@@ -44,12 +58,16 @@ class _Recorder:
     Attributes:
         reads: Per candidate name, ``(thread ident, start, end, torn)`` of every predict.
         publishes: Per candidate name, ``(thread ident, version, start, end)`` of every publish.
+        last_reads: Per candidate name, how many whole reads of the last version each thread
+            was served.
     """
 
     def __init__(self) -> None:
         self.reads: dict[str, list[tuple[int, float, float, bool]]] = {}
         self.publishes: dict[str, list[tuple[int, int, float, float]]] = {}
+        self.last_reads: dict[str, Counter[int]] = {}
         self.lock = threading.Lock()
+        self.served = threading.Condition(self.lock)
         self.instances: Counter[str] = Counter()
 
 
@@ -60,12 +78,13 @@ def _outputs(layer_versions: Sequence[int], width: int) -> np.ndarray:
     return row[None, :]
 
 
-def _candidate_classes(recorder: _Recorder, names: Mapping[str, str], last_version: int
-                       ) -> dict[str, type]:
+def _candidate_classes(recorder: _Recorder, names: Mapping[str, str], last_version: int,
+                       readers: int = 0) -> dict[str, type]:
     """The grader's four candidate publishers, each reporting to ``recorder`` under its name.
 
     ``names`` maps each kind (``"torn"``, ``"slow_updates"``, ``"good"``, ``"slow_reads"``) to
-    the name the student sees.
+    the name the student sees. The publish of ``last_version`` waits for ``readers`` reader
+    threads (:data:`LAST_VERSION_READS`).
     """
 
     class Candidate:
@@ -79,19 +98,29 @@ def _candidate_classes(recorder: _Recorder, names: Mapping[str, str], last_versi
                 recorder.instances[self.name] += 1
                 recorder.reads.setdefault(self.name, [])
                 recorder.publishes.setdefault(self.name, [])
+                recorder.last_reads.setdefault(self.name, Counter())
 
         def _version_of(self, weights: Sequence[Any]) -> int:
             return int(round(float(np.asarray(weights[1])[0])))
 
         def _record_read(self, start: float, outputs: np.ndarray) -> np.ndarray:
-            entry = (threading.get_ident(), start, time.perf_counter(), is_torn(outputs))
+            torn = is_torn(outputs)
+            entry = (threading.get_ident(), start, time.perf_counter(), torn)
             with recorder.lock:
                 recorder.reads[self.name].append(entry)
+                if not torn and int(read_versions(outputs).min()) == last_version:
+                    recorder.last_reads[self.name][entry[0]] += 1
+                    recorder.served.notify_all()
             return outputs
 
         def _record_publish(self, version: int, start: float) -> None:
             if version == last_version:
                 time.sleep(_LAST_PUBLISH_S)
+                served = recorder.last_reads[self.name]
+                with recorder.served:
+                    recorder.served.wait_for(
+                        lambda: sum(n >= LAST_VERSION_READS for n in served.values())
+                        >= readers, _TEAR_WAIT_S)
             entry = (threading.get_ident(), version, start, time.perf_counter())
             with recorder.lock:
                 recorder.publishes[self.name].append(entry)
@@ -266,7 +295,7 @@ def run_choice(choose: Callable[..., Any], *, seed: int = SEED,
     picked = rng.sample(words, 4)
     kinds = ["torn", "slow_updates", "good", "slow_reads"]
     run = ChoiceRun(names=dict(zip(kinds, picked, strict=True)))
-    classes = _candidate_classes(run.recorder, run.names, updates)
+    classes = _candidate_classes(run.recorder, run.names, updates, readers)
     order = rng.sample(sorted(classes), len(classes))
     candidates = {name: classes[name] for name in order}
     model = _shared_small_model()
@@ -346,11 +375,14 @@ def _choice_problems(run: ChoiceRun, readers: int, updates: int,
                     f"but one made its {len(mine)} reads before or after: a measurement of "
                     "serving while publishing must run readers and writer at the same time")
                 break
-            if max(end for _, _, end, _ in mine) < last_start:
+            last_reads = run.recorder.last_reads[name][thread]
+            if (max(end for _, _, end, _ in mine) < last_start
+                    or last_reads < LAST_VERSION_READS):
                 problems.append(
                     f"{name}: expected every reader to keep reading until the writer was "
-                    f"done, but one stopped before ({len(mine)} reads, none during the last "
-                    "publish): the races of the last updates go unseen")
+                    f"done, but one stopped before ({len(mine)} reads, {last_reads} of the "
+                    "last version while the last publish waited for more): the races of the "
+                    "last updates go unseen")
                 break
             if late > max(3, len(mine) // 2):
                 problems.append(
@@ -367,9 +399,10 @@ def _choice_problems(run: ChoiceRun, readers: int, updates: int,
         span = max(r[2] for r in reads) - min(r[1] for r in reads)
         truth_reads = len(reads) / max(span, 1e-9)
         truth_updates = updates / max(writer_done - writer_start, 1e-9)
-        for key, truth in (("reads_per_s", truth_reads), ("updates_per_s", truth_updates)):
+        for key, truth, above in (("reads_per_s", truth_reads, 5.0),
+                                  ("updates_per_s", truth_updates, UPDATES_RATE_ABOVE)):
             value = entry[key]
-            if not isinstance(value, (int, float)) or not 0.05 * truth <= value <= 5.0 * truth:
+            if not isinstance(value, (int, float)) or not 0.05 * truth <= value <= above * truth:
                 problems.append(f"{name}: reported {key} = {value!r}, expected about "
                                 f"{truth:.0f} (what it really did)")
     if problems:
@@ -422,6 +455,7 @@ def _choice_observation(run: ChoiceRun) -> dict:
                 "during": sum(start < writer_done and end > writer_start
                               for _, start, end, _ in mine) if publishes else 0,
                 "late": sum(start > writer_done for _, start, _, _ in mine) if publishes else 0,
+                "last_version_reads": run.recorder.last_reads.get(name, Counter())[thread],
                 "last_end": max(end for _, _, end, _ in mine)})
         entry = run.table[name]
         candidates.append({

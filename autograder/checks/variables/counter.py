@@ -126,7 +126,10 @@ def run_step_counter_explore(counter_class: Callable[[], Any], *, seed: int = SE
     found it in 5 of 7 grading runs). Sound for failing: graph mode runs a function's stateful
     ops in program order and never as one atomic step, so every interleaving of the eager ops
     is one graph mode allows (Python inside a function, such as a lock taken while tracing,
-    runs on every eager call, so eager mode can only hide a race, never add one).
+    runs on every eager call, so eager mode can only hide a race, never add one). The one such
+    hiding that matters, a Python lock entered with ``with`` inside the function, is undone:
+    the scheduler leaves that lock out, as the traced graph does
+    (:func:`autograder.harness.primitives.elide_traced_lock`).
 
     Search bound: every schedule with at most one preemption (26-50 schedules for the answers
     in the tests), then seeded samples up to ``schedules``. When ``observed`` is given, each

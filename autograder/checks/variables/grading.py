@@ -38,7 +38,9 @@ from autograder.checks.variables.settings import (
 
 _COUNTER_HINTS = {
     "race": "make the update one atomic operation on the variable, and make sure the number "
-            "a call returns is the one its own update produced, not a later read.",
+            "a call returns is the one its own update produced, not a later read. A Python "
+            "lock inside a tf.function is taken only while it is traced: the graph every call "
+            "runs has no lock (explore leaves it out, as the graph does).",
     "deadlock": "a thread waits for a lock nobody will release (a Lock taken twice by the "
                 "same thread, or a lock not released).",
 }
