@@ -48,7 +48,8 @@ def check_stress_test(seen: dict) -> None:
     """The student's test raised on every racy ledger, while at least two of its calls ran at
     once, and returned on every correct one; on the last correct ledger, whose first reader
     thread was held until the test waited for it, it returned, and not while that thread was
-    held."""
+    held; and it raised on the ledgers that race only until two record() calls overlapped,
+    after they did."""
     for number, row in enumerate(_ledgers(seen, STRESS_LEDGERS), 1):
         verdict = field(row, "verdict", str)
         wanted = "raised" if row["racy"] else "returned"
@@ -66,6 +67,14 @@ def check_stress_test(seen: dict) -> None:
            "the held-reader run does not say how its reader went on")
     expect(field(joined, "returned_while_held", bool) is False,
            "the test returned while the reader thread it started was still held")
+    once = field(seen, "racy_once", dict)
+    verdict = field(once, "verdict", str)
+    expect(verdict == "raised", f"the ledger that races once (racy): the test {verdict}, "
+                                "not raised")
+    writes = field(once, "writes", int)
+    expect(writes >= 2 and field(once, "overlap", int) >= writes,
+           f"the ledger that races once (racy): the test failed it, but at most {writes} of "
+           "its record() calls ran at once: the race never happened")
 
 
 def check_explore_ledger(seen: dict) -> None:

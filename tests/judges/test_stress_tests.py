@@ -85,6 +85,16 @@ def test_a_stress_test_that_returned_before_its_reader_ended_is_refused(observed
         judge.check_stress_test({**seen, "joined": {**seen["joined"], "released_by": "luck"}})
 
 
+def test_a_stress_test_that_passed_the_ledger_that_races_once_is_refused(observed):
+    seen = observed["check_stress_test"]
+    once = seen["racy_once"]
+    assert once["verdict"] == "raised" and once["writes"] >= 2
+    with pytest.raises(Rejected, match="races once \\(racy\\): the test returned"):
+        judge.check_stress_test({**seen, "racy_once": {**once, "verdict": "returned"}})
+    with pytest.raises(Rejected, match="the race never happened"):
+        judge.check_stress_test({**seen, "racy_once": {**once, "writes": 1}})
+
+
 def test_an_explorer_whose_result_passed_a_racy_ledger_is_refused(observed):
     seen = observed["check_explore_ledger"]
     racy = next(n for n, row in enumerate(seen["ledgers"], 1) if row["racy"])

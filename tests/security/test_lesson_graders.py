@@ -51,12 +51,13 @@ def test_a_pool_that_runs_its_own_worker_instead_of_the_target_fails(run):
 
 def test_the_functions_a_check_hands_an_answer_lead_to_none_of_its_records():
     """Lesson 06's ``access`` and ``save`` and the ``fn`` its ``log_access`` is handed, lesson
-    05's hidden ledgers' ``record`` and ``totals``, and lesson 04's logged ``read`` and
+    05's hidden ledgers' ``record`` and ``totals`` (and the factory of the ledgers that race
+    once), and lesson 04's logged ``read`` and
     ``transform`` are opaque: no ``.args``, closure or ``__self__`` reaches the check's log,
     its trial state, the implementation or the count of calls that ran at once (the runner's
     audit hook refuses their defaults; tests/kernel/test_seal.py)."""
     from autograder.checks import tfdata, tracing
-    from autograder.checks.stress_tests.running import grade_against
+    from autograder.checks.stress_tests.running import grade_against, racy_once_run
     from autograder.harness import tamper
 
     handed = []
@@ -70,14 +71,22 @@ def test_the_functions_a_check_hands_an_answer_lead_to_none_of_its_records():
                         "resource": resource, "start": 0, "end": 0, "lock": lock})
 
     tracing.run_log_access(log_access, trials=1)
-    assert len(handed) == 6
+    tracing.run_log_access_explore(log_access, schedules=1)
+    assert len(handed) == 8
 
     def stress_ledger(make_ledger):
         ledger_class = type(make_ledger())
         handed.extend([vars(ledger_class)["record"], vars(ledger_class)["totals"]])
 
     rows = grade_against(stress_ledger)
-    assert rows and len(handed) == 6 + 2 * len(rows)
+    assert rows and len(handed) == 8 + 2 * len(rows)
+
+    def stress_ledger_keeping_its_factory(make_ledger):
+        ledger_class = type(make_ledger())
+        handed.extend([make_ledger, vars(ledger_class)["record"], vars(ledger_class)["totals"]])
+
+    racy_once_run(stress_ledger_keeping_its_factory)
+    assert len(handed) == 8 + 2 * len(rows) + 3
 
     def publish_locked(best, lock, name, score, access, save):
         handed.extend([access, save])

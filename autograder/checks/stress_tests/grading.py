@@ -12,6 +12,7 @@ from autograder.checks.stress_tests.running import (
     explore_rows,
     grade_against,
     joined_run,
+    racy_once_run,
     verdict_table,
 )
 from autograder.checks.stress_tests.servers import measure_problems
@@ -33,11 +34,14 @@ def check_stress_test(test: Callable[[Callable[[], Any]], Any], **kwargs: Any) -
     if not wrong and len(rows) == expected:
         joined = joined_run(test, budget_s=kwargs.get("budget_s", BUDGET_S))
         _require_joined(joined)
+        once = racy_once_run(test, budget_s=kwargs.get("budget_s", BUDGET_S))
+        _require_first_failure_kept(once)
         report({"ledgers": [{"name": row["name"], "racy": row["racy"],
                              "verdict": row["verdict"], "overlap": row["overlap"]}
                             for row in rows],
                 "joined": {key: joined[key] for key in
-                           ("verdict", "held", "released_by", "returned_while_held")}})
+                           ("verdict", "held", "released_by", "returned_while_held")},
+                "racy_once": {key: once[key] for key in ("verdict", "overlap", "writes")}})
         return
     missed = sum(row["racy"] and row["verdict"] == "returned" for row in wrong)
     unseen = sum(row["racy"] and row["verdict"] == "raised" for row in wrong)
@@ -81,6 +85,27 @@ def _require_joined(joined: dict[str, Any]) -> None:
         raise AssertionError(
             f"stress_ledger: on one more correct ledger, whose reader thread's totals() was "
             f"slow to return, your test {said}; expected it to pass (a reader may be slow)")
+
+
+def _require_first_failure_kept(once: dict[str, Any]) -> None:
+    """The run on ledgers that race only until two ``record()`` calls overlapped once: the test
+    failed it, after that overlap."""
+    if once["verdict"] == "raised" and once["writes"] >= 2:
+        return
+    if once["verdict"] == "raised":
+        said = (f"failed it ({once['detail']}) without ever running two record() calls at "
+                "once, so the race never happened")
+    elif once["verdict"] == "returned":
+        said = ("passed it: the first ledger your test stressed raced, and only the ledgers "
+                "made after it were sound, so the test retried until an attempt passed, or "
+                "judged a later ledger than the one that raced")
+    else:
+        said = f"hung ({once['detail']})"
+    raise AssertionError(
+        "stress_ledger: on one more racy ledger, whose race shows only the first time two "
+        f"record() calls overlap (as a flaky bug does), your test {said}; expected it to "
+        "fail on the first race it sees: a failing stress test is a found bug, never retry it "
+        "away.")
 
 
 def check_measure(measure: Callable[..., Any]) -> None:

@@ -314,7 +314,8 @@ def _revoked() -> None:
 
 
 def _anonymous(cls: type, *, costed: bool = False, revoked: threading.Event | None = None,
-               overlap: Overlap | None = None) -> Callable[[], Any]:
+               overlap: Overlap | None = None, writes: Overlap | None = None
+               ) -> Callable[[], Any]:
     """A factory whose objects' class is called ``Ledger`` whatever the implementation.
 
     Args:
@@ -323,15 +324,17 @@ def _anonymous(cls: type, *, costed: bool = False, revoked: threading.Event | No
         revoked: Once set, ``record()`` and ``totals()`` end their thread (:func:`_revoked`).
         overlap: Counts the calls running at once (on every object the factory makes); None
             for none (the explored ledgers: no lock of the grader's in their calls).
+        writes: Counts the ``record()`` calls running at once, alike (only with ``overlap``).
     """
     read = _costed_totals if costed else cls.totals
 
     counting = overlap.counting if overlap is not None else contextlib.nullcontext
+    writing = writes.counting if writes is not None else contextlib.nullcontext
 
     def record(self: Any, data: Any) -> None:
         if revoked is not None and revoked.is_set():
             _revoked()
-        with counting():
+        with counting(), writing():
             cls.record(self, data)
 
     def totals(self: Any) -> tuple[int, int]:
@@ -353,6 +356,29 @@ def _anonymous(cls: type, *, costed: bool = False, revoked: threading.Event | No
         return hidden()
 
     return make_ledger
+
+
+def racy_once(overlap: Overlap, writes: Overlap, revoked: threading.Event | None = None
+              ) -> Callable[[], Any]:
+    """A factory of ledgers that race the way a flaky bug does: once, then never again.
+
+    Its ledgers are :class:`AssignLedger`'s (lost updates and torn snapshots) until one of
+    them has had two ``record()`` calls running at once; every ledger made after that is a
+    :class:`LockedLedger`'s. A test that fails on the first race it sees fails it; one that
+    retries until an attempt passes, or that judges a later ledger than the one it stressed
+    first, passes it. Both are costed and anonymous; ``overlap`` and ``writes`` count, across
+    all of them, the calls and the ``record()`` calls that ran at once.
+    """
+    racy = _anonymous(AssignLedger, costed=True, revoked=revoked, overlap=overlap,
+                      writes=writes)
+    fixed = _anonymous(LockedLedger, costed=True, revoked=revoked, overlap=overlap,
+                       writes=writes)
+
+    def make_ledger() -> Any:
+        return fixed() if writes.most >= 2 else racy()
+
+    # Opaque: the answer cannot reach the counts (nor tell the two factories apart) through it.
+    return opaque(make_ledger)
 
 
 def held_reader(probe: Any, revoked: threading.Event | None = None) -> Callable[[], Any]:

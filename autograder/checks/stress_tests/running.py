@@ -18,6 +18,7 @@ from autograder.checks.stress_tests.ledgers import (
     _rows_of,
     batch,
     held_reader,
+    racy_once,
 )
 from autograder.checks.stress_tests.settings import BUDGET_S, EXPLORE_BUDGET_S, JOIN_QUIET_S, SEED
 
@@ -116,6 +117,23 @@ def joined_run(test: Callable[[Callable[[], Any]], Any], *, budget_s: float = BU
     return {"verdict": verdict, "detail": detail, "seconds": seconds,
             "held": probe.held is not None, "released_by": probe.released_by,
             "returned_while_held": bool(seen["returned_while_held"])}
+
+
+def racy_once_run(test: Callable[[Callable[[], Any]], Any], *, budget_s: float = BUDGET_S
+                  ) -> dict[str, Any]:
+    """Run ``test`` once more, on ledgers that race only until one of them has had two
+    ``record()`` calls at once (:func:`racy_once`): a flaky bug's first and only showing.
+
+    Returns ``verdict`` and ``detail`` (as :func:`run_bounded`), ``overlap`` (the most calls
+    that ran at once) and ``writes`` (the most ``record()`` calls that ran at once).
+    """
+    overlap, writes, revoked = Overlap(), Overlap(), threading.Event()
+    make_ledger = racy_once(overlap, writes, revoked)
+    verdict, detail, seconds = run_bounded(lambda: test(make_ledger), budget_s)
+    if verdict == "hung":
+        revoked.set()
+    return {"verdict": verdict, "detail": detail, "seconds": seconds,
+            "overlap": overlap.most, "writes": writes.most}
 
 
 def verdict_table(rows: Sequence[dict[str, Any]]) -> str:
