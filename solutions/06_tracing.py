@@ -440,7 +440,11 @@ claim("the trace held the evaluate and publish regions of all four trainers",
 # it raises (an `OSError`, or a `BaseException` such as `KeyboardInterrupt`), the record is
 # still appended and the exception still reaches the caller: a failed write is exactly the
 # access you will want to see. Hold no lock of your own around `fn()`: a logger that
-# serialises the accesses it logs hides the races it is there to find.
+# serialises the accesses it logs hides the races it is there to find. The log is shared by
+# every thread, so add the record in one step (`list.append` is atomic): a log copied, changed
+# and written back (`log[:] = sorted(log + [record])`) loses the record another thread added
+# meanwhile. The grader runs your function from real threads, then under a controlled
+# scheduler that tries every switch between two threads (`tracing.run_log_access_explore`).
 
 # %% nbgrader={"grade": false, "grade_id": "ex_tracing_log_access", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def log_access(log, op, resource, fn, lock=None):

@@ -15,6 +15,11 @@ from autograder.judges import Malformed, expect, explored, field, items
 #: smoke test's value and record.
 STRESS_TRIALS = 6
 LOG_WORKERS = 3
+#: Exercise 1 explored: threads that each log one read, the most schedules and the seeded
+#: samples after the search's bound.
+LOG_EXPLORE_THREADS = 2
+LOG_SCHEDULES = 80
+LOG_SAMPLES = 20
 READ_VALUE = 100
 SMOKE_VALUE = 7
 SMOKE_RECORD = ["write", "best", "best_lock"]
@@ -127,7 +132,8 @@ def check_log_access(seen: dict) -> None:
     """One call returned fn's value and appended one record with every key; in every trial
     each read returned its value, each failing write raised to its caller, and each of the six
     calls has one record, by the thread that ran fn, whose start and end bracket the time fn
-    noted inside the call, with no lock; and two fn() calls ran at once in some trial."""
+    noted inside the call, with no lock; two fn() calls ran at once in some trial; and in every
+    explored schedule of two threads each read returned its value and has its record."""
     one_call = field(seen, "one_call", dict)
     value = field(one_call, "value", (int, float))
     expect(value == SMOKE_VALUE, f"one call returned {value!r}, not fn's {SMOKE_VALUE}")
@@ -152,27 +158,39 @@ def check_log_access(seen: dict) -> None:
         raised = items(trial, "raised", int, at_least=0, at_most=LOG_WORKERS)
         expect(raised == list(range(LOG_WORKERS)),
                f"trial {number}: only workers {raised} got their write's error")
-        log = _log(trial, "records", f"trial {number}")
-        expect(len(log) == 2 * LOG_WORKERS,
-               f"trial {number} logged {len(log)} records, not {2 * LOG_WORKERS}")
-        inside = items(trial, "inside", list, at_least=2 * LOG_WORKERS, at_most=2 * LOG_WORKERS)
-        noted = []
-        for entry in inside:
-            op, k, thread, ns = items({"inside": entry}, "inside", _SCALAR, at_least=4,
-                                      at_most=4)
-            if type(k) is not int or type(ns) is not int or type(thread) is not str:
-                raise Malformed(f"trial {number}: what fn noted is not read as an int and a str")
-            noted.append((op, k))
-            resource = f"res{k % 2}"
-            matches = [r for r in log if r[_OP] == op and r[_RESOURCE] == resource
-                       and r[_THREAD] == thread]
-            expect(bool(matches), f"trial {number}: no record by {thread} of its {op} of "
-                                  f"{resource} (the thread that ran fn)")
-            expect(any(r[_START] <= ns <= r[_END] and r[_LOCK] is None for r in matches),
-                   f"trial {number}: {thread}'s {op} was logged from "
-                   f"{matches[0][_START]} to {matches[0][_END]} with lock "
-                   f"{matches[0][_LOCK]!r}, not around {ns} (inside fn) with no lock")
-        expect(sorted(noted) == calls, f"trial {number}: fn ran for {sorted(noted)}")
+        _logged_calls(trial, f"trial {number}", calls)
+    explored_log = field(seen, "explored", dict)
+    reads = [("read", k) for k in range(LOG_EXPLORE_THREADS)]
+    for number, schedule in enumerate(explored(explored_log, LOG_SCHEDULES, LOG_SAMPLES), 1):
+        returned = items(schedule, "returned", _SCALAR, at_least=LOG_EXPLORE_THREADS,
+                         at_most=LOG_EXPLORE_THREADS)
+        wanted = [READ_VALUE + k for k in range(LOG_EXPLORE_THREADS)]
+        expect(all(type(got) in (int, float) for got in returned) and returned == wanted,
+               f"schedule {number}: the reads returned {returned}, not {wanted}")
+        _logged_calls(schedule, f"schedule {number}", reads)
+
+
+def _logged_calls(trial: dict, what: str, calls: list[tuple[str, int]]) -> None:
+    """Each of ``calls`` (``(op, worker)``) ran fn once and has one record, by the thread that
+    ran fn, whose start and end bracket the time fn noted inside the call, with no lock."""
+    log = _log(trial, "records", what)
+    expect(len(log) == len(calls), f"{what} logged {len(log)} records, not {len(calls)}")
+    noted = []
+    for entry in items(trial, "inside", list, at_least=len(calls), at_most=len(calls)):
+        op, k, thread, ns = items({"inside": entry}, "inside", _SCALAR, at_least=4, at_most=4)
+        if type(k) is not int or type(ns) is not int or type(thread) is not str:
+            raise Malformed(f"{what}: what fn noted is not read as an int and a str")
+        noted.append((op, k))
+        resource = f"res{k % 2}"
+        matches = [r for r in log if r[_OP] == op and r[_RESOURCE] == resource
+                   and r[_THREAD] == thread]
+        expect(bool(matches), f"{what}: no record by {thread} of its {op} of {resource} (the "
+                              "thread that ran fn)")
+        expect(any(r[_START] <= ns <= r[_END] and r[_LOCK] is None for r in matches),
+               f"{what}: {thread}'s {op} was logged from {matches[0][_START]} to "
+               f"{matches[0][_END]} with lock {matches[0][_LOCK]!r}, not around {ns} (inside "
+               "fn) with no lock")
+    expect(sorted(noted) == calls, f"{what}: fn ran for {sorted(noted)}")
 
 
 # --------------------------------------------------------------------------- exercises 2 to 4

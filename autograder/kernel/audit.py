@@ -72,8 +72,13 @@ _PROGRAM_EVENTS = frozenset({"os.system", "os.exec", "os.posix_spawn", "os.spawn
 #: What a forked child of the graded process may write in a check's folder: a ledger or pool
 #: worker's own records (``autograder.checks.process_workers``), nothing else.
 _WORKER_RECORDERS = frozenset({"_leave_receipt", "_record", "serve"})
+#: Raised by lesson 06's reference analyses (``autograder.checks.tracing.references``): only the
+#: grader's own code that names the reference it calls (or the ``reference`` it was handed)
+#: may call one; graded code calling the grader's answer, directly or through a relay, may not.
+REFERENCE_EVENT = "racelab.reference"
+_REFERENCE_NAMES = ("reference",)
 _WATCHED = (_FRAME_EVENTS | frozenset(_REFUSED_BY_NAME) | frozenset(_TRACE_SETTERS)
-            | _PROGRAM_EVENTS
+            | _PROGRAM_EVENTS | frozenset({REFERENCE_EVENT})
             | frozenset({"open", "import", "object.__setattr__", "compile", "marshal.loads",
                          "os.symlink", "os.rename", "os.link", "os.chdir"}))
 #: Events that name a path (first argument) or two (the first two), judged by
@@ -450,6 +455,13 @@ def make_audit_hook(roots: tuple[str, ...], trusted_files: Iterable[str],
                 return "opening a file through an object that is not a path string"
             if _memory.search(path) or (event == "os.symlink" and "/proc" in path):
                 return f"opening {path}" if event == "open" else f"a link to {path}"
+            return None
+        if event == REFERENCE_EVENT:
+            caller = frame.f_back
+            name = args[0] if args and _type(args[0]) is _str else "?"
+            if caller is None or not caller.f_code.co_filename.startswith(_grader) \
+                    or not names_any(caller.f_code, _REFERENCE_NAMES):
+                return f"calling the grader's reference answer {name}"
             return None
         if event in _PROGRAM_EVENTS:
             who = origin(frame)

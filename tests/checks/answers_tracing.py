@@ -167,11 +167,50 @@ def log_access_serialised(log, op, resource, fn, lock=None):
             log.append(_record(op, resource, start, time.perf_counter_ns(), lock))
 
 
+def log_access_sorted_copy(log, op, resource, fn, lock=None):
+    """Wrong: keeps the log sorted by writing back a sorted copy with the record added, so a
+    thread that copies the log while another adds its record writes that record away."""
+    start = time.perf_counter_ns()
+    try:
+        return fn()
+    finally:
+        record = _record(op, resource, start, time.perf_counter_ns(), lock)
+        log[:] = sorted(log + [record], key=lambda r: r["start"])
+
+
+def log_access_rebuilt(log, op, resource, fn, lock=None):
+    """Wrong: builds the new log as a copy and swaps its contents in (clear, then extend)."""
+    start = time.perf_counter_ns()
+    try:
+        return fn()
+    finally:
+        rebuilt = list(log)
+        rebuilt.append(_record(op, resource, start, time.perf_counter_ns(), lock))
+        log.clear()
+        log.extend(rebuilt)
+
+
+_APPEND_GUARD = threading.Lock()
+
+
+def log_access_locked_append(log, op, resource, fn, lock=None):
+    """Correct: ``fn()`` runs unlocked; only the sorted insert of its record takes a lock of
+    the logger's own."""
+    start = time.perf_counter_ns()
+    try:
+        return fn()
+    finally:
+        record = _record(op, resource, start, time.perf_counter_ns(), lock)
+        with _APPEND_GUARD:
+            log[:] = sorted(log + [record], key=lambda r: r["start"])
+
+
 WRONG_LOG_ACCESS = [log_access_wall_clock, log_access_start_after_call, log_access_no_finally,
                     log_access_swallows, log_access_main_thread, log_access_no_return,
                     log_access_except_exception, log_access_retries_once,
-                    log_access_serialised]
-CORRECT_LOG_ACCESS = [log_access_except_reraise, log_access_context_manager]
+                    log_access_serialised, log_access_sorted_copy, log_access_rebuilt]
+CORRECT_LOG_ACCESS = [log_access_except_reraise, log_access_context_manager,
+                      log_access_locked_append]
 
 
 # --------------------------------------------------------------------------- who_overwrote

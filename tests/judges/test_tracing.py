@@ -7,6 +7,7 @@ import time
 import pytest
 
 from autograder.checks import tracing
+from autograder.checks.tracing import settings
 from autograder.checks.tracing.logs import _hidden_logs, _lockset_edge_logs
 from autograder.checks.tracing.recording import _record
 from autograder.judges import Malformed, Rejected
@@ -40,6 +41,7 @@ def test_the_judge_accepts_what_the_solutions_observe(observed):
 @pytest.mark.parametrize(("check", "key"), [
     ("check_log_access", "trials"), ("check_log_access", "one_call"),
     ("check_log_access", "trials_run"), ("check_log_access", "overlap"),
+    ("check_log_access", "explored"),
     ("check_who_overwrote", "logs"),
     ("check_find_conflicts", "logs"), ("check_lockset_races", "logs"),
     ("check_publish_locked", "schedules"), ("check_publish_locked", "schedules_run")])
@@ -64,6 +66,19 @@ def test_a_record_by_the_wrong_thread_or_a_lost_record_in_one_trial_is_refused(o
     _refused("check_log_access", forged, "not around")
     _refused("check_log_access", {**seen, "trials_run": 2, "trials": seen["trials"][:2]},
              "2 trials ran")
+
+
+def test_a_record_lost_in_one_explored_schedule_or_a_short_search_is_refused(observed):
+    seen = observed["check_log_access"]
+    forged = copy.deepcopy(seen)
+    del forged["explored"]["schedules"][7]["records"][0]  # copied and written back over
+    _refused("check_log_access", forged, "schedule 8 logged 1 records, not 2")
+    forged = copy.deepcopy(seen)
+    forged["explored"]["schedules"][2]["returned"] = [100, 100]
+    _refused("check_log_access", forged, "schedule 3: the reads returned")
+    explored = seen["explored"]
+    short = {**explored, "schedules_run": 3, "schedules": explored["schedules"][:3]}
+    _refused("check_log_access", {**seen, "explored": short}, "3 schedules ran")
 
 
 def _with_results(seen: dict, number: int, results: list) -> dict:
@@ -179,6 +194,8 @@ def test_an_access_without_the_lock_or_a_save_by_a_trainer_that_did_not_write_is
 
 def test_the_judges_constants_are_the_checks_settings():
     assert judge.STRESS_TRIALS == tracing.STRESS_TRIALS
+    assert (judge.LOG_EXPLORE_THREADS, judge.LOG_SCHEDULES, judge.LOG_SAMPLES) == (
+        settings.LOG_EXPLORE_THREADS, settings.LOG_SCHEDULES, settings.LOG_SAMPLES)
     assert judge.HIDDEN_LOGS == tracing.HIDDEN_LOGS
     assert judge.EDGE_LOGS == len(_lockset_edge_logs())
     assert judge.SCHEDULES == tracing.SCHEDULES

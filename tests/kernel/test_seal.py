@@ -460,6 +460,63 @@ def test_code_under_test_cannot_touch_the_checks_own_records_by_any_path_route()
                 or "starting a program" in attempts[0]), (name, attempts)
 
 
+REFERENCE_ROUTES = textwrap.dedent('''
+    import concurrent.futures, functools, json, sys
+    from autograder.checks import kit, tracing
+    from autograder.kernel import audit
+
+    attempts = []
+    sys.addaudithook(audit.make_audit_hook(audit.trusted_roots(), [], attempts))
+    log = tracing.hidden_log(0, racy=True)
+    ROUTES = {
+        "a direct call": "tracing.reference_find_conflicts(log)",
+        "through map": "list(map(tracing.reference_who_overwrote, [log]))",
+        "through a pool": "concurrent.futures.ThreadPoolExecutor(1)"
+            ".submit(tracing.reference_lockset_races, log).result()",
+        "through the grader's own relay": "kit.within(functools.partial("
+            "tracing.reference_find_conflicts, log), 5.0).value",
+    }
+    found = {}
+    for name, source in ROUTES.items():
+        try:
+            exec(compile(source, "<cell 0>", "exec"), dict(globals()))
+        except Exception as error:
+            found[name] = [type(error).__name__, list(attempts)]
+        else:
+            found[name] = ["ran", list(attempts)]
+        attempts.clear()
+    # The grader's own check calls the references on its hidden logs: allowed.
+    try:
+        tracing.check_find_conflicts(lambda log: [])
+    except AssertionError as error:
+        found["the check"] = ["failed", str(error)[:60], list(attempts)]
+    print(json.dumps(found))
+''')
+
+
+def test_graded_code_cannot_call_the_lessons_reference_answers_by_any_route():
+    """Lesson 06's analyses are graded against the grader's own answers, which the ``tracing``
+    module holds: graded code calling one (directly, through ``map``, a thread pool or one of
+    the grader's functions that calls what it is handed) is refused; the check that compares
+    with them still runs and fails a wrong answer in the exercise's terms."""
+    from autograder.checks.tracing import references
+    from autograder.kernel import audit
+
+    assert audit.REFERENCE_EVENT == references.REFERENCE_EVENT
+    done = subprocess.run([sys.executable, "-c", REFERENCE_ROUTES], capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = json.loads(done.stdout.splitlines()[-1])
+    outcome, message, attempts = found.pop("the check")
+    assert outcome == "failed" and message.startswith("find_conflicts: on the"), message
+    assert attempts == []
+    for name, (outcome, attempts) in found.items():
+        # within() reports the call's error as its outcome: the refusal is recorded
+        swallowed = name == "through the grader's own relay"
+        assert outcome == ("ran" if swallowed else "TamperingError"), (name, outcome, attempts)
+        assert len(attempts) == 1 and "reference answer" in attempts[0], (name, attempts)
+
+
 _FIRST_FIGURE = textwrap.dedent("""
     import json, sys
     import matplotlib

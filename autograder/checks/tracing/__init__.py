@@ -55,7 +55,7 @@ from autograder.checks.tracing.grading import (
 from autograder.checks.tracing.lab import overlap_ms, plot_timeline, read_xplane_threads
 from autograder.checks.tracing.logs import hidden_log
 from autograder.checks.tracing.publishing import OwnedLock, run_publish_locked
-from autograder.checks.tracing.recording import run_log_access
+from autograder.checks.tracing.recording import run_log_access, run_log_access_explore
 from autograder.checks.tracing.references import (
     reference_find_conflicts,
     reference_lockset_races,
@@ -80,7 +80,7 @@ __all__ = [
     "reference_find_conflicts", "reference_lockset_races", "reference_log_access",
     "reference_who_overwrote", "hidden_log",
     # exercises 1 and 5: their runs
-    "run_log_access", "OwnedLock", "run_publish_locked",
+    "run_log_access", "run_log_access_explore", "OwnedLock", "run_publish_locked",
     # graders
     "check_find_conflicts", "check_lockset_races", "check_log_access", "check_publish_locked",
     "check_who_overwrote",

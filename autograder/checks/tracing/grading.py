@@ -23,7 +23,7 @@ from autograder.checks.kit import (
 from autograder.checks.plain import NotPlainData, plain
 from autograder.checks.tracing.logs import _hidden_logs, _lockset_edge_logs
 from autograder.checks.tracing.publishing import run_publish_locked
-from autograder.checks.tracing.recording import _record, run_log_access
+from autograder.checks.tracing.recording import _record, run_log_access, run_log_access_explore
 from autograder.checks.tracing.references import (
     reference_find_conflicts,
     reference_lockset_races,
@@ -35,10 +35,12 @@ from autograder.checks.tracing.references import (
 
 def check_log_access(log_access: Callable[..., Any]) -> None:
     """Graded: every record names its thread, brackets the call, survives an exception, and
-    the accesses it logs still overlap.
+    the accesses it logs still overlap (real threads); no record is lost in any explored
+    schedule of two threads (:func:`run_log_access_explore`).
 
-    Reports (for the judge) the one-call smoke test's value and record, and every stress
-    trial's values, raised errors, records and the times ``fn`` noted inside each call.
+    Reports (for the judge) the one-call smoke test's value and record, every stress trial's
+    values, raised errors, records and the times ``fn`` noted inside each call, and the same
+    for every explored schedule.
     """
     one_call = _smoke_log_access(log_access)
     trials: list = []
@@ -53,8 +55,12 @@ def check_log_access(log_access: Callable[..., Any]) -> None:
             "(a lock of its own around fn()), so the log can no longer show the races it is "
             "there to find; expected it to hold no lock around fn() (appending to a list is "
             "atomic)")
+    schedules: list = []
+    explored = run_log_access_explore(log_access, observed=schedules)
+    require(explored, exercise="log_access",
+            again=call_text("tracing.run_log_access_explore", "log_access"))
     report({"one_call": one_call, "trials": trials, "trials_run": result.schedules_run,
-            "overlap": overlap.most})
+            "overlap": overlap.most, "explored": explored_report(explored, schedules)})
 
 
 def _smoke_log_access(log_access: Callable[..., Any]) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Exercise 1's run: ``log_access`` called from three real threads under stress."""
+"""Exercise 1's runs: ``log_access`` called from three real threads under stress, then from two
+threads under the controlled scheduler."""
 
 from __future__ import annotations
 
@@ -9,8 +10,14 @@ from typing import Any
 
 from autograder.checks.kit import Overlap
 from autograder.checks.plain import plain
-from autograder.checks.tracing.settings import SEED, STRESS_TRIALS
-from autograder.harness import stress
+from autograder.checks.tracing.settings import (
+    LOG_EXPLORE_THREADS,
+    LOG_SAMPLES,
+    LOG_SCHEDULES,
+    SEED,
+    STRESS_TRIALS,
+)
+from autograder.harness import explore, stress
 from autograder.harness.tamper import opaque
 
 
@@ -118,6 +125,71 @@ def run_log_access(log_access: Callable[..., Any], *, trials: int = STRESS_TRIAL
 
     workers = [make_worker(k) for k in range(3)]
     return stress(setup, workers, check, trials=trials, seed=seed)
+
+
+def run_log_access_explore(log_access: Callable[..., Any], *, seed: int = SEED,
+                           schedules: int = LOG_SCHEDULES, observed: list | None = None
+                           ) -> Any:
+    """Two threads each log one read (``fn`` returns ``100 + k``) under ``explore``.
+
+    ``fn`` runs atomically; the scheduler switches wherever the answer's own Python lets
+    another thread in: a record built from a copy of the log and written back (``log[:] =
+    log + [record]``, a sort of the copy) loses the other thread's record in a schedule with
+    one preemption, which real threads reach only by luck. Search bound: every schedule with at
+    most one preemption, then :data:`LOG_SAMPLES` seeded samples, at most ``schedules``. When
+    ``observed`` is given, each passing schedule appends what it saw: what each read returned,
+    every record as ``[thread, op, resource, start, end, lock]`` and what ``fn`` noted inside
+    each call as ``["read", worker, thread, perf_counter_ns]``.
+    """
+
+    def setup() -> dict[str, Any]:
+        return {"log": [], "inside": {}, "returned": {}, "calls": []}
+
+    def make_worker(k: int) -> Callable[[dict[str, Any]], None]:
+        def worker(state: dict[str, Any]) -> None:
+            def read() -> int:
+                state["calls"].append(k)
+                state["inside"][k] = (threading.current_thread().name, time.perf_counter_ns())
+                return 100 + k
+
+            state["returned"][k] = log_access(state["log"], "read", f"res{k % 2}",
+                                              opaque(read))
+
+        worker.__name__ = f"worker_{k}"
+        return worker
+
+    def check(state: dict[str, Any]) -> None:
+        log = plain(state["log"], "reading the records log_access appended")
+        for k in range(LOG_EXPLORE_THREADS):
+            assert state["calls"].count(k) == 1, (
+                f"expected log_access to call fn() once per access, but worker {k}'s read ran "
+                f"fn() {state['calls'].count(k)} times")
+            returned = plain(state["returned"].get(k), f"log_access(log, 'read', 'res{k % 2}', fn)")
+            assert returned == 100 + k, (
+                f"expected log_access to return fn's value {100 + k}, got {returned!r}")
+        assert isinstance(log, list) and len(log) == LOG_EXPLORE_THREADS, (
+            f"expected {LOG_EXPLORE_THREADS} records (one read per thread), got "
+            f"{len(log) if isinstance(log, list) else type(log).__name__}: a record was lost "
+            "while another thread logged. Add the record to the shared list in one step "
+            "(list.append is atomic); never copy the log and write the copy back")
+        for k, (name, inside_ns) in state["inside"].items():
+            ok = [r for r in log if isinstance(r, dict) and r.get("thread") == name
+                  and r.get("op") == "read" and r.get("resource") == f"res{k % 2}"
+                  and isinstance(r.get("start"), int) and isinstance(r.get("end"), int)
+                  and r["start"] <= inside_ns <= r["end"] and r.get("lock") is None]
+            assert ok, (f"expected a record of {name}'s read of 'res{k % 2}' with start <= "
+                        f"{inside_ns} <= end and lock None, got {log}")
+        if observed is not None:
+            observed.append({
+                "returned": [plain(state["returned"].get(k), "log_access")
+                             for k in range(LOG_EXPLORE_THREADS)],
+                "records": [_record(r) for r in log],
+                "inside": [["read", k, name, inside_ns]
+                           for k, (name, inside_ns) in sorted(state["inside"].items())]})
+
+    workers = [make_worker(k) for k in range(LOG_EXPLORE_THREADS)]
+    return explore(setup, workers, check, seed=seed, max_schedules=schedules, timeout_s=60.0,
+                   samples=LOG_SAMPLES)
 
 
 #: The fields of a record, in the order the judge reads them.

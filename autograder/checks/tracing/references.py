@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
+
+#: The audit event each reference analysis raises first: while graded, only the grader's own
+#: code may call one (``autograder.kernel.audit``).
+REFERENCE_EVENT = "racelab.reference"
 
 
 def reference_log_access(log: list[dict[str, Any]], op: str, resource: str,
@@ -21,6 +26,7 @@ def reference_log_access(log: list[dict[str, Any]], op: str, resource: str,
 
 def reference_who_overwrote(log: Sequence[dict[str, Any]]) -> set[tuple[str, str, str]]:
     """The lost updates of a log, by the notebook's definition (ordered by ``start``)."""
+    sys.audit(REFERENCE_EVENT, "reference_who_overwrote")
     order = sorted(range(len(log)), key=lambda i: (log[i]["start"], i))
     last_read: dict[tuple[str, str], int] = {}
     found = set()
@@ -43,6 +49,7 @@ def reference_who_overwrote(log: Sequence[dict[str, Any]]) -> set[tuple[str, str
 
 def reference_find_conflicts(log: Sequence[dict[str, Any]]) -> set[tuple[int, int]]:
     """The conflicting index pairs of a log, by the notebook's definition."""
+    sys.audit(REFERENCE_EVENT, "reference_find_conflicts")
     found = set()
     for i in range(len(log)):
         a = log[i]
@@ -66,6 +73,7 @@ def reference_lockset_races(log: Sequence[dict[str, Any]]) -> set[str]:
     A resource is flagged when two different threads accessed it, at least one access was a
     write, and no lock name is common to every access to it (``None`` holds no lock).
     """
+    sys.audit(REFERENCE_EVENT, "reference_lockset_races")
     by_resource: dict[str, list[dict[str, Any]]] = {}
     for record in log:
         by_resource.setdefault(record["resource"], []).append(record)

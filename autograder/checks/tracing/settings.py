@@ -5,6 +5,12 @@ from __future__ import annotations
 SEED = 6
 #: Real-thread trials for :func:`check_log_access` (each worker sleeps about 12 ms per trial).
 STRESS_TRIALS = 6
+#: Exercise 1 under the controlled scheduler: threads that each log one read, the most schedules
+#: (every schedule with at most one preemption, then LOG_SAMPLES seeded samples; 13 within the
+#: bound for an answer that appends) and the samples.
+LOG_EXPLORE_THREADS = 2
+LOG_SCHEDULES = 80
+LOG_SAMPLES = 20
 #: Hidden logs per analysis check: half from racy runs, half from clean (locked) ones.
 HIDDEN_LOGS = 40
 
