@@ -775,8 +775,10 @@ def choose_readers_stop_at_the_last_version(candidates: Any, make_model: Any, *,
     return _choose_by_the_rule(table, min_updates_per_s), table
 
 
-# The last publish waits until each reader was served the last version twice: never, here.
+# The last publish waits until each reader was served the last version twice: never, here;
+# nor while readers run only after the writer is done.
 choose_readers_stop_at_the_last_version.decided_by_construction = True
+choose_sequential.decided_by_construction = True
 
 WRONG_CHOICES = [choose_ignoring_torn, choose_ignoring_update_rate, choose_fixed_reads,
                  choose_sequential, choose_more_than_the_threshold,
