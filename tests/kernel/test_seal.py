@@ -384,7 +384,23 @@ def test_a_library_name_the_grader_calls_is_refused_or_named_when_put_back():
                      "a new name": []}
 
 
-SCRATCH_ROUTES = textwrap.dedent('''
+#: Defines ``run_routes(routes, namespace, attempts)`` in a route script: each route's source
+#: runs as a notebook cell; per route, how it ended and the refusals it left (then forgotten).
+_RUN_ROUTES = textwrap.dedent('''
+    def run_routes(routes, namespace, attempts):
+        found = {}
+        for name, source in routes.items():
+            try:
+                exec(compile(source, "<cell 0>", "exec"), dict(namespace))
+            except Exception as error:
+                found[name] = [type(error).__name__, list(attempts)]
+            else:
+                found[name] = ["ran", list(attempts)]
+            attempts.clear()
+        return found
+''')
+
+SCRATCH_ROUTES = _RUN_ROUTES + textwrap.dedent('''
     import concurrent.futures, json, os, pathlib, shutil, subprocess, sys, tempfile
     from autograder.checks import process_workers
     from autograder.checks.processes import ledger
@@ -420,15 +436,7 @@ SCRATCH_ROUTES = textwrap.dedent('''
         "a shell": "os.system('true')",
         "a program": "subprocess.run(['true'])",
     }
-    found = {}
-    for name, source in ROUTES.items():
-        try:
-            exec(compile(source, "<cell 0>", "exec"), dict(globals()))
-        except Exception as error:
-            found[name] = [type(error).__name__, list(attempts)]
-        else:
-            found[name] = ["ran", list(attempts)]
-        attempts.clear()
+    found = run_routes(ROUTES, dict(globals()), attempts)
     found["receipts"] = sorted(process_workers.read_receipts(records))
     found["released"] = os.path.exists(os.path.join(records, "release"))
     print(json.dumps(found))
@@ -460,7 +468,7 @@ def test_code_under_test_cannot_touch_the_checks_own_records_by_any_path_route()
                 or "starting a program" in attempts[0]), (name, attempts)
 
 
-REFERENCE_ROUTES = textwrap.dedent('''
+REFERENCE_ROUTES = _RUN_ROUTES + textwrap.dedent('''
     import concurrent.futures, functools, json, sys
     from autograder.checks import kit, tracing
     from autograder.kernel import audit
@@ -476,15 +484,7 @@ REFERENCE_ROUTES = textwrap.dedent('''
         "through the grader's own relay": "kit.within(functools.partial("
             "tracing.reference_find_conflicts, log), 5.0).value",
     }
-    found = {}
-    for name, source in ROUTES.items():
-        try:
-            exec(compile(source, "<cell 0>", "exec"), dict(globals()))
-        except Exception as error:
-            found[name] = [type(error).__name__, list(attempts)]
-        else:
-            found[name] = ["ran", list(attempts)]
-        attempts.clear()
+    found = run_routes(ROUTES, dict(globals()), attempts)
     # The grader's own check calls the references on its hidden logs: allowed.
     try:
         tracing.check_find_conflicts(lambda log: [])

@@ -103,7 +103,7 @@ def _require_first_failure_kept(once: dict[str, Any]) -> None:
         said = f"hung ({once['detail']})"
     raise AssertionError(
         "stress_ledger: on one more racy ledger, whose race shows only the first time two "
-        f"record() calls overlap (as a flaky bug does), your test {said}; expected it to "
+        f"record() calls overlap (as an intermittent bug does), your test {said}; expected it to "
         "fail on the first race it sees: a failing stress test is a found bug, never retry it "
         "away.")
 

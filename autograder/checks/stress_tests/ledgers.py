@@ -360,7 +360,7 @@ def _anonymous(cls: type, *, costed: bool = False, revoked: threading.Event | No
 
 def racy_once(overlap: Overlap, writes: Overlap, revoked: threading.Event | None = None
               ) -> Callable[[], Any]:
-    """A factory of ledgers that race the way a flaky bug does: once, then never again.
+    """A factory of ledgers that race the way an intermittent bug does: once, then never again.
 
     Its ledgers are :class:`AssignLedger`'s (lost updates and torn snapshots) until one of
     them has had two ``record()`` calls running at once; every ledger made after that is a

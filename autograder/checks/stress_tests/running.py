@@ -122,7 +122,7 @@ def joined_run(test: Callable[[Callable[[], Any]], Any], *, budget_s: float = BU
 def racy_once_run(test: Callable[[Callable[[], Any]], Any], *, budget_s: float = BUDGET_S
                   ) -> dict[str, Any]:
     """Run ``test`` once more, on ledgers that race only until one of them has had two
-    ``record()`` calls at once (:func:`racy_once`): a flaky bug's first and only showing.
+    ``record()`` calls at once (:func:`racy_once`): an intermittent bug's first and only showing.
 
     Returns ``verdict`` and ``detail`` (as :func:`run_bounded`), ``overlap`` (the most calls
     that ran at once) and ``writes`` (the most ``record()`` calls that ran at once).
