@@ -483,6 +483,12 @@ stress_tests.check_measure(measure)
 # scheduler tries the interleavings for you, so choose workers and a check that can see both
 # kinds of race (a lost request and a torn snapshot). Pass `seed=` and `max_schedules=` (200
 # is plenty) so the grade is the same every run.
+#
+# Return the `Result` that `explore` gives you. The grader watches its hidden ledgers while you
+# explore them, so a `Result` that is not ok counts against a racy ledger only when your
+# exploration really broke that ledger: a `totals()` that no order of the records explains (a
+# torn snapshot, or a lost update read after the writers), or a deadlock inside the ledger.
+# Use the ledger only through `record()` and `totals()`.
 
 # %% nbgrader={"grade": false, "grade_id": "ex_stress_explore", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def explore_ledger(make_ledger):

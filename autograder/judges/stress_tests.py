@@ -25,6 +25,10 @@ EXPLORE_LEDGERS = [
     ("PlainLedger", True), ("PlainRLock", False), ("PlainTuple", False), ("PlainLocked", False),
     ("PlainOrderDeadlock", True), ("PlainLostNoTear", True),
 ]
+#: Verdicts of a harness Result that name a race, and what the grader's witness of the
+#: explored ledgers can see (``autograder.checks.stress_tests``: ``FAILING``, ``ANOMALIES``).
+FAILING = ("race", "deadlock", "error")
+ANOMALIES = ("snapshot", "deadlock")
 #: Exercise 2's workload: threads, calls per thread, and the servers' sleep (seconds).
 THREADS = 4
 CALLS = 6
@@ -79,24 +83,35 @@ def check_stress_test(seen: dict) -> None:
 
 def check_explore_ledger(seen: dict) -> None:
     """The student's explorer returned a harness Result that is ok (a pass) for every correct
-    ledger, and for every racy one returned a Result that is not ok, or anything else, or
-    raised (as the check counts it), never hung."""
+    ledger, which nothing tampered with and which never misbehaved; and for every racy one a
+    Result that is not ok, with a verdict that names a race (a deadlock exactly when the
+    grader saw the ledger deadlock), after the grader saw the exploration break that ledger."""
     for number, row in enumerate(_ledgers(seen, EXPLORE_LEDGERS), 1):
         outcome = field(row, "outcome", str)
         result = field(row, "result", (dict, type(None)))
+        witness = field(row, "witness", dict)
+        anomaly = field(witness, "anomaly", str)
+        tampered = field(witness, "tampered", str)
+        expect(anomaly in ("", *ANOMALIES), f"ledger {number}: an unknown anomaly {anomaly!r}")
+        field(witness, "ledgers", int)
+        field(witness, "calls", int)
         is_result = result is not None and field(result, "type", str) == "Result"
-        passed = is_result and field(result, "ok", bool) and field(result, "verdict", str) \
-            == "pass" and field(result, "schedules", int) > 0
+        ok = is_result and field(result, "ok", bool)
+        verdict = field(result, "verdict", str) if is_result else ""
+        kind = "racy" if row["racy"] else "correct"
+        expect(not tampered, f"ledger {number} ({kind}): {tampered}")
         if row["racy"]:
-            found = outcome == "raised" or (
-                outcome == "returned" and result is not None
-                and (not is_result or (field(result, "ok", bool) is False
-                                       and field(result, "verdict", str) != "pass")))
-            expect(found, f"ledger {number} (racy): the explorer {outcome} without a failing "
-                          f"Result")
+            expect(outcome == "returned" and is_result and not ok and verdict in FAILING,
+                   f"ledger {number} (racy): the explorer {outcome} without a Result that "
+                   "names a race")
+            expect(anomaly != "" and (anomaly == "deadlock") == (verdict == "deadlock"),
+                   f"ledger {number} (racy): the Result said {verdict!r}, but the grader saw "
+                   f"no such thing happen to the ledger ({anomaly or 'nothing'})")
         else:
-            expect(outcome == "returned" and passed,
+            expect(outcome == "returned" and ok and verdict == "pass"
+                   and field(result, "schedules", int) > 0,
                    f"ledger {number} (correct): the explorer {outcome} without an ok Result")
+            expect(anomaly == "", f"ledger {number} (correct): the grader saw it misbehave")
 
 
 def _numbers(seen: dict, name: str) -> tuple[float, list[float], float]:

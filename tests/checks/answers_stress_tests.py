@@ -7,7 +7,9 @@ passes (retries hide races); a barrier with the wrong number of parties (hangs).
 ``measure`` wrong answers: threads started and joined one after another; one average instead
 of per-call latencies; CPU time instead of wall time; throughput that forgets the threads.
 ``explore_ledger`` wrong answers: no reader thread; a check that compares only final totals;
-a single writer with a reader that checks nothing; an invariant stricter than the contract.
+a single writer with a reader that checks nothing; an invariant stricter than the contract;
+cheats that tell the hidden ledgers apart by their classes and fail the racy ones without
+breaking them (a made-up Result, a raise, a failing check, a forged torn snapshot, a timeout).
 """
 
 from __future__ import annotations
@@ -631,6 +633,90 @@ def explore_exhaustive_pairs(make_ledger: Any) -> Any:
         assert state["ledger"].totals() == (2, 6)
 
     return explore(setup, [small, large, reader], check, seed=1, max_schedules=120)
+
+
+def _looks_racy(make_ledger: Any) -> bool:
+    """Tells the hidden ledgers apart without running them: by the documented class they
+    derive from (this repository is public, so its hidden classes are known)."""
+    from autograder.checks import stress_tests
+
+    return not isinstance(make_ledger(), (stress_tests.PlainLocked, stress_tests.PlainTuple))
+
+
+def explore_by_class_made_up_result(make_ledger: Any) -> Any:
+    """Cheat: a correct-looking Result for the correct ledgers, a hand-made failing one for
+    every other."""
+    from autograder.harness import Result
+
+    if _looks_racy(make_ledger):
+        return Result("race", schedules_run=1, message="made up")
+    return explore_two_readers(make_ledger)
+
+
+def explore_by_class_raises(make_ledger: Any) -> Any:
+    """Cheat: raises for the ledgers it takes for racy instead of exploring them."""
+    if _looks_racy(make_ledger):
+        raise AssertionError("racy ledger")
+    return explore_two_readers(make_ledger)
+
+
+def explore_by_class_failing_check(make_ledger: Any) -> Any:
+    """Cheat: a real ``explore`` whose check fails, on the first schedule, every ledger it
+    takes for racy: a real harness Result, but no race happened."""
+    racy = _looks_racy(make_ledger)
+
+    def writer(ledger: Any) -> None:
+        ledger.record(batch(ROWS))
+
+    def check(ledger: Any) -> None:
+        assert not racy, "racy ledger"
+
+    return explore(make_ledger, [writer, writer], check, seed=0, max_schedules=100)
+
+
+def explore_by_class_forged_snapshot(make_ledger: Any) -> Any:
+    """Cheat: for a ledger it takes for racy, the check adds a row to the ledger's own state
+    before it reads the totals, so that the snapshot it reads is really torn."""
+    racy = _looks_racy(make_ledger)
+
+    def writer(ledger: Any) -> None:
+        ledger.record(batch(ROWS))
+
+    def check(ledger: Any) -> None:
+        if racy:
+            state = vars(ledger)
+            if "rows" in state:
+                state["rows"] += 1
+            else:
+                state["state"] = (state["state"][0], state["state"][1] + 1)
+        requests, rows = ledger.totals()
+        assert rows == ROWS * requests, f"torn snapshot {(requests, rows)}"
+
+    return explore(make_ledger, [writer, writer], check, seed=0, max_schedules=100)
+
+
+def explore_by_class_times_out(make_ledger: Any) -> Any:
+    """Cheat: the solution's exploration, but one that cannot finish in time for a ledger it
+    takes for racy: a "timeout" Result is not ok, yet it names no race."""
+    if not _looks_racy(make_ledger):
+        return explore_two_readers(make_ledger)
+
+    def setup() -> Any:
+        return make_ledger()
+
+    def writer(ledger: Any) -> None:
+        ledger.record(batch(ROWS))
+
+    return explore(setup, [writer, writer], lambda ledger: True, seed=0, max_schedules=100,
+                   timeout_s=1e-9)
+
+
+CHEATING_EXPLORES = [explore_by_class_made_up_result, explore_by_class_raises,
+                     explore_by_class_failing_check, explore_by_class_forged_snapshot,
+                     explore_by_class_times_out]
+for _cheat in CHEATING_EXPLORES:
+    _cheat.decided_by_construction = True  # it decides by class, not by a schedule
+WRONG_EXPLORES += CHEATING_EXPLORES
 
 
 CORRECT_EXPLORES = [explore_two_readers, explore_exhaustive_pairs]

@@ -109,6 +109,33 @@ def test_an_explorer_whose_result_passed_a_racy_ledger_is_refused(observed):
         judge.check_explore_ledger(_with_row(seen, racy, outcome="hung", result=None))
 
 
+def test_an_explorer_whose_failure_the_grader_did_not_see_happen_is_refused(observed):
+    """A failing Result counts against a racy ledger only if the grader's witness saw the
+    exploration break that ledger: a Result the explorer made up, one whose deadlock the
+    ledger never had, or a ledger whose state was tampered with is refused."""
+    seen = observed["check_explore_ledger"]
+    rows = list(enumerate(seen["ledgers"], 1))
+    racy = next(n for n, row in rows if row["racy"] and row["witness"]["anomaly"] == "snapshot")
+    clean = {**seen["ledgers"][racy - 1]["witness"], "anomaly": ""}
+    with pytest.raises(Rejected, match=f"ledger {racy} \\(racy\\).*saw no such thing"):
+        judge.check_explore_ledger(_with_row(seen, racy, witness=clean))
+    locked = {**seen["ledgers"][racy - 1]["result"], "verdict": "deadlock"}
+    with pytest.raises(Rejected, match="saw no such thing"):
+        judge.check_explore_ledger(_with_row(seen, racy, result=locked))
+    timeout = {**seen["ledgers"][racy - 1]["result"], "verdict": "timeout"}
+    with pytest.raises(Rejected, match="names a race"):
+        judge.check_explore_ledger(_with_row(seen, racy, result=timeout))
+    forged = {**seen["ledgers"][racy - 1]["witness"], "tampered": "a state changed"}
+    with pytest.raises(Rejected, match="a state changed"):
+        judge.check_explore_ledger(_with_row(seen, racy, witness=forged))
+    correct = next(n for n, row in rows if not row["racy"])
+    broken = {**seen["ledgers"][correct - 1]["witness"], "anomaly": "snapshot"}
+    with pytest.raises(Rejected, match=f"ledger {correct} \\(correct\\): the grader saw"):
+        judge.check_explore_ledger(_with_row(seen, correct, witness=broken))
+    with pytest.raises(Rejected, match="names a race"):
+        judge.check_explore_ledger(_with_row(seen, racy, outcome="raised", result=None))
+
+
 def _case(seen: dict, name: str, **changes) -> dict:
     return {**seen, name: {**seen[name], **changes}}
 
@@ -132,7 +159,7 @@ def test_a_benchmark_that_serialized_or_averaged_is_refused(observed):
 
 
 def test_the_judges_constants_are_the_checks_settings():
-    for name in ("THREADS", "CALLS", "SLEEP_S"):
+    for name in ("THREADS", "CALLS", "SLEEP_S", "FAILING", "ANOMALIES"):
         assert getattr(judge, name) == getattr(stress_tests, name), name
     for plan, racy, correct in ((judge.STRESS_LEDGERS, stress_tests.RACY, stress_tests.CORRECT),
                                 (judge.EXPLORE_LEDGERS, stress_tests.GIL_HIDDEN_RACY,

@@ -27,7 +27,8 @@ This package is the lesson's face: the notebook and hidden tests use ``stress_te
 and get the names below, whichever module holds them: ``settings`` (seed, budgets, the
 benchmark workload), ``ledgers`` (the hidden ledgers of exercise 1 and :func:`batch`),
 ``servers`` (exercise 2's servers and the sanity of a benchmark's numbers), ``gil_hidden``
-(the hidden pure-Python ledgers of exercise 3), ``running`` (a student's code run with a
+(the hidden pure-Python ledgers of exercise 3), ``witness`` (the grader's record of what a
+student's exploration did to them), ``running`` (a student's code run with a
 deadline against each hidden implementation) and ``grading`` (the three graders); the
 notebook measures throughput with the student's own ``measure``. The module keeps the name
 ``stress_tests``: the lesson also imports the harness's ``stress``.
@@ -71,6 +72,7 @@ from autograder.checks.stress_tests.ledgers import (
     batch,
 )
 from autograder.checks.stress_tests.running import (
+    FAILING,
     explore_rows,
     grade_against,
     run_bounded,
@@ -86,6 +88,7 @@ from autograder.checks.stress_tests.settings import (
     SLEEP_S,
     THREADS,
 )
+from autograder.checks.stress_tests.witness import ANOMALIES, witnessed
 
 __all__ = [
     # settings
@@ -100,6 +103,8 @@ __all__ = [
     "GIL_HIDDEN_RACY", "GIL_HIDDEN_CORRECT", "PlainLedger", "PlainUnlockedReader",
     "PlainLockPerCall", "PlainTwoLocks", "PlainLostNoTear", "PlainOrderDeadlock",
     "PlainLocked", "PlainTuple", "PlainRLock",
+    # exercise 3: what the grader saw the exploration do to them, and what a Result must say
+    "witnessed", "ANOMALIES", "FAILING",
     # running a student's code against them
     "explore_rows", "grade_against", "run_bounded", "verdict_table",
     # graders

@@ -9,6 +9,7 @@ from autograder.checks.kit import report
 from autograder.checks.stress_tests.gil_hidden import GIL_HIDDEN_CORRECT, GIL_HIDDEN_RACY
 from autograder.checks.stress_tests.ledgers import CORRECT, RACY
 from autograder.checks.stress_tests.running import (
+    EXPLORE_WORDS,
     explore_rows,
     grade_against,
     joined_run,
@@ -126,20 +127,22 @@ def check_explore_ledger(explore_ledger: Callable[[Callable[[], Any]], Any], **k
     Engine: the student's own ``explore`` call (its seed and ``max_schedules``; the harness
     first runs every schedule with at most one preemption), once per hidden pure-Python
     ledger (6 racy that fail differently, 3 correct), each within :data:`EXPLORE_BUDGET_S`.
-    Reports (for the judge) each hidden ledger's name, whether it is racy, whether the call
-    returned, raised or hung, and what it returned.
+    A racy ledger counts as caught only when the grader saw the exploration break it
+    (:func:`explore_rows`). Reports (for the judge) each hidden ledger's name, whether it is
+    racy, whether the call returned, raised or hung, what it returned, and what the grader
+    saw happen to the ledger (its ``witness``).
     """
     rows = explore_rows(explore_ledger, **kwargs)
     expected = (len(kwargs.get("racy", GIL_HIDDEN_RACY))
                 + len(kwargs.get("correct", GIL_HIDDEN_CORRECT)))
     if all(row["right"] for row in rows) and len(rows) == expected:
         report({"ledgers": [{"name": row["name"], "racy": row["racy"],
-                             "outcome": row["outcome"], "result": row["result"]}
-                            for row in rows]})
+                             "outcome": row["outcome"], "result": row["result"],
+                             "witness": row["witness"]} for row in rows]})
         return
-    table = verdict_table(rows).replace("your test failed it", "your Result was not ok") \
-        .replace("your test passed it", "your Result was ok")
+    table = verdict_table(rows, EXPLORE_WORDS)
     raise AssertionError(
-        "explore_ledger: expected a Result that is not ok for every racy ledger and ok for "
-        "every correct one, but it got one wrong (grading stops at the first wrong verdict):\n"
+        "explore_ledger: expected a Result that is not ok for every racy ledger, because your "
+        "exploration broke it, and ok for every correct one, but it got one wrong (grading "
+        "stops at the first wrong verdict):\n"
         + table)

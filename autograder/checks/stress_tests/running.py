@@ -21,6 +21,7 @@ from autograder.checks.stress_tests.ledgers import (
     racy_once,
 )
 from autograder.checks.stress_tests.settings import BUDGET_S, EXPLORE_BUDGET_S, JOIN_QUIET_S, SEED
+from autograder.checks.stress_tests.witness import witnessed
 
 
 def run_bounded(function: Callable[[], Any], budget_s: float) -> tuple[str, str, float]:
@@ -136,13 +137,21 @@ def racy_once_run(test: Callable[[Callable[[], Any]], Any], *, budget_s: float =
             "overlap": overlap.most, "writes": writes.most}
 
 
-def verdict_table(rows: Sequence[dict[str, Any]]) -> str:
+#: How :func:`verdict_table` says each verdict of a stress test's run.
+TEST_WORDS = {"raised": "your test failed it", "returned": "your test passed it",
+              "hung": "your test hung"}
+#: Alike, for an explorer's run (:func:`explore_rows`).
+EXPLORE_WORDS = {"failed": "your Result was not ok", "returned": "your Result was ok",
+                 "raised": "your explorer raised", "other": "your explorer returned no Result",
+                 "hung": "your explorer hung"}
+
+
+def verdict_table(rows: Sequence[dict[str, Any]], words: dict[str, str] = TEST_WORDS) -> str:
     """The grading runs as text, one line per hidden implementation (names withheld)."""
     lines = []
     for row in rows:
         kind = "racy   " if row["racy"] else "correct"
-        said = {"raised": "your test failed it", "returned": "your test passed it",
-                "hung": "your test hung"}[row["verdict"]]
+        said = words[row["verdict"]]
         mark = "ok " if row["right"] else "BAD"
         extra = f" ({row['detail']})" if row["detail"] else ""
         lines.append(f"  {mark} ledger {row['number']:2d}, {kind}: {said} "
@@ -156,9 +165,16 @@ def explore_rows(explore_ledger: Callable[[Callable[[], Any]], Any], *,
                  budget_s: float = EXPLORE_BUDGET_S) -> list[dict[str, Any]]:
     """Run ``explore_ledger(make_ledger)`` per hidden pure-Python ledger; one row each.
 
+    A racy ledger is caught only by a returned harness Result that is not ok, whose verdict
+    is one of :data:`FAILING`, and whose exploration really broke the ledger: the grader's
+    :func:`~autograder.checks.stress_tests.witness.witnessed` ledgers saw a snapshot no order
+    of records gives or, for a ``"deadlock"``, two of their calls stopped in progress.
+    Raising, a hand-made Result or a failure the ledger did not cause catches nothing.
+
     Each row also holds what the run itself did (for the judge): ``outcome``, as
-    :func:`run_bounded` says it, and ``result``: for a returned value, its type's name and,
-    for a harness Result, its ``ok``, ``verdict`` and ``schedules_run`` (None otherwise).
+    :func:`run_bounded` says it; ``result``: for a returned value, its type's name and, for a
+    harness Result, its ``ok``, ``verdict`` and ``schedules_run`` (None otherwise); and
+    ``witness``: what the grader saw of the ledgers (``seen()``).
     """
     from autograder.harness import Result
 
@@ -167,29 +183,57 @@ def explore_rows(explore_ledger: Callable[[Callable[[], Any]], Any], *,
     rows = []
     for number, (cls, is_racy) in enumerate(plan, 1):
         got: list[Any] = []
-        make_ledger = _anonymous(cls)
+        make_ledger, seen = witnessed(cls)
         verdict, detail, seconds = run_bounded(
             lambda m=make_ledger, g=got: g.append(explore_ledger(m)), budget_s)
-        outcome, returned = verdict, None
+        outcome, returned, witness = verdict, None, seen()
         if verdict == "returned":
             result = got[0]
             # Exactly a Result (a subclass or a faked __class__ would decide its own ``ok``),
             # read as plain data: ``ok`` is the harness's own (a hand-made Result is never ok).
             if type(result) is not Result:
                 kind = plain(type(result).__name__, "explore_ledger: its result's type", str)
-                verdict, detail = "raised", f"returned {kind}, not a Result"
+                verdict, detail = "other", f"returned {kind}, not a Result"
                 returned = {"type": kind}
             else:
                 ok = plain(result.ok, "explore_ledger: Result.ok", bool)
                 said = plain(result.verdict, "explore_ledger: Result.verdict", str)
                 runs = plain(result.schedules_run, "explore_ledger: Result.schedules_run", int)
-                verdict = "raised" if not ok else "returned"
+                verdict = "returned" if ok else "failed"
                 detail = f"verdict {said!r} after {runs} schedules"
                 returned = {"type": "Result", "ok": ok, "verdict": said, "schedules": int(runs)}
-        right = verdict == "raised" if is_racy else verdict == "returned"
+        right = verdict == "returned" and not witness["tampered"]
+        if is_racy:
+            right, why = _caught(verdict, returned, witness)
+            detail = "; ".join(part for part in (detail, why) if part)
+        elif witness["tampered"]:
+            detail = "; ".join(part for part in (detail, witness["tampered"]) if part)
         rows.append({"number": number, "racy": is_racy, "verdict": verdict, "detail": detail,
                      "seconds": seconds, "right": right, "name": cls.__name__,
-                     "outcome": outcome, "result": returned})
+                     "outcome": outcome, "result": returned, "witness": witness})
         if not right:
             break  # one wrong verdict decides the grade
     return rows
+
+
+#: The verdicts of a harness Result that can name a race the exploration caused.
+FAILING = ("race", "deadlock", "error")
+
+
+def _caught(verdict: str, result: dict[str, Any] | None, witness: dict[str, Any]
+            ) -> tuple[bool, str]:
+    """Whether a racy ledger was caught, and if not, why not (in the student's terms)."""
+    if witness["tampered"]:
+        return False, witness["tampered"]
+    if verdict != "failed":
+        return False, ("" if verdict in ("returned", "hung") else
+                       "return the Result that explore gave you")
+    said = result["verdict"] if result else ""
+    if said not in FAILING:
+        return False, f"a {said!r} Result names no race"
+    anomaly = witness["anomaly"]
+    if not anomaly or (anomaly == "deadlock") != (said == "deadlock"):
+        return False, ("but no call of this ledger misbehaved in your exploration (no snapshot "
+                       "that no order of records gives, no update lost, no deadlock inside "
+                       "it): the failure was not the ledger's race")
+    return True, ""
