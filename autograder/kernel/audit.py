@@ -229,6 +229,26 @@ def make_audit_hook(roots: tuple[str, ...], trusted_files: Iterable[str],
             frame = frame.f_back
         return frame
 
+    checks_root = os.path.join(grader_root, "checks", "")
+
+    def entered_by_a_check(frame, _checks=checks_root) -> bool:
+        """Was the grader's code that runs ``frame`` entered from graded code through a public
+        check (a function named ``check_...``), with no check's frame further out? So graded
+        code that calls a private grading function itself (handing it a reference), or that
+        runs a check from inside the answer the check is grading, relays nothing."""
+        entry = None
+        while frame is not None and trusted(frame.f_code.co_filename):
+            if frame.f_code.co_filename.startswith(_checks):
+                entry = frame
+            frame = frame.f_back
+        if entry is None or not entry.f_code.co_name.startswith("check_"):
+            return False
+        while frame is not None:
+            if frame.f_code.co_filename.startswith(_checks):
+                return False
+            frame = frame.f_back
+        return True
+
     def asks_itself(code, needles, _cache=asking_cache, _names=names_any) -> bool:
         """``code`` is trusted and names one of ``needles`` (cached: both are fixed for a code
         object, which the cache keeps alive so that its id is not reused)."""
@@ -460,7 +480,8 @@ def make_audit_hook(roots: tuple[str, ...], trusted_files: Iterable[str],
             caller = frame.f_back
             name = args[0] if args and _type(args[0]) is _str else "?"
             if caller is None or not caller.f_code.co_filename.startswith(_grader) \
-                    or not names_any(caller.f_code, _REFERENCE_NAMES):
+                    or not names_any(caller.f_code, _REFERENCE_NAMES) \
+                    or not entered_by_a_check(caller):
                 return f"calling the grader's reference answer {name}"
             return None
         if event in _PROGRAM_EVENTS:

@@ -471,6 +471,7 @@ def test_code_under_test_cannot_touch_the_checks_own_records_by_any_path_route()
 REFERENCE_ROUTES = _RUN_ROUTES + textwrap.dedent('''
     import concurrent.futures, functools, json, sys
     from autograder.checks import kit, tracing
+    from autograder.checks.tracing import grading
     from autograder.kernel import audit
 
     attempts = []
@@ -483,6 +484,11 @@ REFERENCE_ROUTES = _RUN_ROUTES + textwrap.dedent('''
             ".submit(tracing.reference_lockset_races, log).result()",
         "through the grader's own relay": "kit.within(functools.partial("
             "tracing.reference_find_conflicts, log), 5.0).value",
+        "through the grader's private grading function": "grading._grade_on_hidden_logs("
+            "lambda log: [], exercise='find_conflicts', normalise=set, explain=repr, "
+            "reference=tracing.reference_find_conflicts, logs=[('mine', log)])",
+        "through a check run inside the answer": "tracing.check_find_conflicts("
+            "lambda log: tracing.check_find_conflicts(lambda inner: []))",
     }
     found = run_routes(ROUTES, dict(globals()), attempts)
     # The grader's own check calls the references on its hidden logs: allowed.
@@ -496,9 +502,10 @@ REFERENCE_ROUTES = _RUN_ROUTES + textwrap.dedent('''
 
 def test_graded_code_cannot_call_the_lessons_reference_answers_by_any_route():
     """Lesson 06's analyses are graded against the grader's own answers, which the ``tracing``
-    module holds: graded code calling one (directly, through ``map``, a thread pool or one of
-    the grader's functions that calls what it is handed) is refused; the check that compares
-    with them still runs and fails a wrong answer in the exercise's terms."""
+    module holds: graded code calling one (directly, through ``map``, a thread pool, one of
+    the grader's functions that calls what it is handed, the private grading function handed
+    a reference, or a check run from inside the answer it grades) is refused; the check that
+    compares with them still runs and fails a wrong answer in the exercise's terms."""
     from autograder.checks.tracing import references
     from autograder.kernel import audit
 
@@ -510,11 +517,74 @@ def test_graded_code_cannot_call_the_lessons_reference_answers_by_any_route():
     outcome, message, attempts = found.pop("the check")
     assert outcome == "failed" and message.startswith("find_conflicts: on the"), message
     assert attempts == []
+    # within() reports the call's error as its outcome, and the outer check reports the
+    # answer's error as a failure: the refusal is recorded either way
+    caught = {"through the grader's own relay": "ran",
+              "through a check run inside the answer": "AssertionError"}
     for name, (outcome, attempts) in found.items():
-        # within() reports the call's error as its outcome: the refusal is recorded
-        swallowed = name == "through the grader's own relay"
-        assert outcome == ("ran" if swallowed else "TamperingError"), (name, outcome, attempts)
+        assert outcome == caught.get(name, "TamperingError"), (name, outcome, attempts)
         assert len(attempts) == 1 and "reference answer" in attempts[0], (name, attempts)
+
+
+WITNESS_ROUTES = _RUN_ROUTES + textwrap.dedent('''
+    import json, sys, threading
+    from autograder.checks import stress_tests
+    from autograder.harness import tamper
+    from autograder.kernel import audit
+
+    attempts = []
+    sys.addaudithook(audit.make_audit_hook(audit.trusted_roots(), [], attempts))
+    make_ledger, seen = stress_tests.witnessed(stress_tests.PlainLedger)
+    ledger = make_ledger()
+
+    def forged():
+        """A torn snapshot forged by changing a fresh ledger's own state, then read."""
+        make, judged = stress_tests.witnessed(stress_tests.PlainLedger)
+        other = make()
+        other.record([1, 2])
+        vars(other)["rows"] += 1
+        other.totals()
+        return judged()
+
+    hooks = [cell.cell_contents for cell in type(ledger).record.__closure__
+             if callable(cell.cell_contents) and cell.cell_contents.__name__ in ("enter", "leave")]
+    ROUTES = {
+        "honest calls on two threads": "threads = [threading.Thread(target=ledger.record, "
+            "args=([1, 2],)) for _ in range(2)]; [t.start() for t in threads]; "
+            "[t.join() for t in threads]; assert ledger.totals() == (2, 4)",
+        "the witness's hook called directly": "hooks[0]('totals', ledger, 0)",
+        "the hook's hidden function": "hooks[0].__kwdefaults__",
+    }
+    found = run_routes(ROUTES, dict(globals()), attempts)
+    found["hooks"] = len(hooks)
+    found["refused"] = tamper.attempts_since(0)
+    found["seen"] = seen()
+    found["forged"] = forged()
+    print(json.dumps(found))
+''')
+
+
+def test_graded_code_cannot_write_or_forge_what_the_grader_saw_of_an_explored_ledger():
+    """Lesson 05's explorer is credited with a racy ledger only if the grader's witness saw
+    the ledger break: graded code that calls the witness's hooks (reachable from a ledger's
+    methods) is refused as tampering, their hidden function is out of reach, and a torn
+    snapshot forged by changing the ledger's state is reported as tampering, not as a race;
+    honest calls on threads are watched without a refusal."""
+    done = subprocess.run([sys.executable, "-c", WITNESS_ROUTES], capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert found["hooks"] == 2
+    assert found["honest calls on two threads"] == ["ran", []]
+    assert found["the witness's hook called directly"][0] == "PermissionError"
+    assert found["the hook's hidden function"][0] == "TamperingError"
+    assert found["refused"] == ["writing a hidden ledger's call record"]
+    # the refused call is no call of the ledger's, but the witness names it
+    assert found["seen"] == {"anomaly": "", "tampered": "writing a hidden ledger's call record",
+                             "ledgers": 1, "calls": 3}
+    assert found["forged"] == {"anomaly": "snapshot", "calls": 2, "ledgers": 1, "tampered":
+                               "a hidden ledger's state was changed outside its record() and "
+                               "totals()"}
 
 
 _FIRST_FIGURE = textwrap.dedent("""
