@@ -482,8 +482,40 @@ class SharedBufferPublisher(UnlockedPublisher):
         return self.out
 
 
+class IdKeyedCopiesPublisher:
+    """Per-thread copies that tell a new version by the ``id`` of the list published: once
+    a published list is dropped, CPython hands its memory (and so its ``id``) to the next list
+    made, and a thread that synced with the dropped one takes the newer list for the one it
+    already has (the ABA problem). Its copy then serves old weights for ever."""
+
+    def __init__(self, model: Any) -> None:
+        self._source = model
+        self._latest = model.get_weights()
+        self._local = threading.local()
+        self._build = threading.Lock()
+
+    def publish(self, weights: list[Any]) -> None:
+        self._latest = weights
+
+    def predict(self, x: Any) -> Any:
+        local = self._local
+        if not hasattr(local, "model"):
+            with self._build:
+                local.model = keras.models.clone_model(self._source)
+            local.key = None
+        latest = self._latest
+        if id(latest) != local.key:
+            local.model.set_weights(latest)
+            local.key = id(latest)
+        return local.model(x)
+
+
+IdKeyedCopiesPublisher.decided_by_construction = True  # one thread, CPython's free list
+
+
 WRONG_PUBLISHERS = [UnlockedPublisher, WriterLockOnlyPublisher, LockPerCallPublisher,
-                    LockedReferencePublisher, HandshakePublisher, SharedBufferPublisher]
+                    LockedReferencePublisher, HandshakePublisher, SharedBufferPublisher,
+                    IdKeyedCopiesPublisher]
 CORRECT_PUBLISHERS = [ReadersWriterPublisher, SemaphorePublisher]
 #: Answers that build a model per publish or per thread: several seconds per grading run, so
 #: the tests run them a few times only (see test_variables.py). Both wrong ones are found by

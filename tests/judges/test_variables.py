@@ -124,13 +124,26 @@ def test_a_choice_that_turned_away_every_rate_at_the_threshold_is_refused(observ
         judge.check_choice({k: v for k, v in seen.items() if k != "boundary"})
 
 
+def test_a_publisher_that_served_an_old_version_after_publishes_in_a_row_is_refused(observed):
+    """On one thread, after two publishes in a row of new lists, an id-keyed copy serves the
+    version it synced before them (the ABA problem)."""
+    seen = observed["publisher"]
+    assert len(seen["one_thread"]) == 4
+    stale = [judge.FIRST_VERSION + 2] * judge.LAYERS
+    with pytest.raises(Rejected, match=f"not {judge.ONE_THREAD_IN_A_ROW[-1]} everywhere"):
+        judge.check_publisher(_forged(seen, ("one_thread", 3), stale))
+    with pytest.raises(Rejected):
+        judge.check_publisher(_forged(seen, ("one_thread", 3), None))
+
+
 def test_the_judges_constants_are_the_checks_settings():
     names = [
         "LAYERS", "FIRST_VERSION", "COUNTER_TRIALS", "COUNTER_STRESS_THREADS",
         "COUNTER_STRESS_STEPS", "COUNTER_EXPLORE_THREADS", "COUNTER_EXPLORE_STEPS",
         "COUNTER_SCHEDULES", "PUBLISHER_TRIALS", "PUBLISHER_READERS", "PUBLISHER_UPDATES",
         "PUBLISHER_MIN_UPDATES", "PUBLISHER_EXPLORE_UPDATES", "PUBLISHER_SAMPLES",
-        "PUBLISHER_SCHEDULES", "CHOICE_READERS", "CHOICE_UPDATES", "CHOICE_MIN_UPDATES_PER_S"]
+        "PUBLISHER_SCHEDULES", "ONE_THREAD_IN_A_ROW", "CHOICE_READERS", "CHOICE_UPDATES",
+        "CHOICE_MIN_UPDATES_PER_S"]
     assert {n: getattr(judge, n) for n in names} == {n: getattr(settings, n) for n in names}
     assert (judge.UPDATES_RATE_ABOVE, judge.LAST_VERSION_READS) == (
         choice.UPDATES_RATE_ABOVE, choice.LAST_VERSION_READS)

@@ -32,6 +32,7 @@ from autograder.checks.variables.settings import (
     CHOICE_UPDATES,
     FIRST_VERSION,
     LAYERS,
+    ONE_THREAD_IN_A_ROW,
     SEED,
     TIMEOUT_S,
 )
@@ -80,6 +81,12 @@ def check_step_counter(counter_class: Callable[[], Any], **kwargs: Any) -> None:
             "runs": runs, "schedules": explored.schedules_run, "covered": explored.covered})
 
 
+def _new_list(weights: list[Any]) -> list[Any]:
+    """A new list of the same weights, made as a list display is (CPython's free list): the
+    memory, and so the ``id``, of the list dropped last."""
+    return [weight for weight in weights]  # noqa: C416 - list() would not reuse the memory
+
+
 _PUBLISHER_HINTS = {
     "race": "a reader must never run the model while publish() is changing the weights it "
             "uses, and once publish() returns every new read must use the new weights.",
@@ -101,18 +108,24 @@ def check_publisher(publisher_class: Callable[[Any], Any], **kwargs: Any) -> Non
     pool = _pool(LAYERS)
     one_thread: list[list[int]] = []
 
+    def read(publisher: Any, version: int, when: str) -> None:
+        served = read_versions(plain_array(publisher.predict(pool.batch), "predict()"))
+        assert served.tolist() == [version] * LAYERS, \
+            f"{when}, predict() served versions {served.tolist()}, expected version {version} " \
+            "in every layer"
+        one_thread.append([int(v) for v in served])
+
     def once() -> None:
         publisher = publisher_class(pool.fresh())
-        before = read_versions(plain_array(publisher.predict(pool.batch), "predict()"))
-        assert before.tolist() == [FIRST_VERSION] * LAYERS, \
-            f"before any publish, predict() served versions {before.tolist()}, expected the " \
-            f"model's own version {FIRST_VERSION} in every layer"
+        read(publisher, FIRST_VERSION, "before any publish (the model's own version)")
         publisher.publish(pool.weights[FIRST_VERSION + 1])
-        after = read_versions(plain_array(publisher.predict(pool.batch), "predict()"))
-        assert after.tolist() == [FIRST_VERSION + 1] * LAYERS, \
-            f"after publish(version {FIRST_VERSION + 1}), predict() served versions " \
-            f"{after.tolist()}"
-        one_thread.extend(([int(v) for v in before], [int(v) for v in after]))
+        read(publisher, FIRST_VERSION + 1, f"after publish(version {FIRST_VERSION + 1})")
+        for versions in ([FIRST_VERSION + 2], ONE_THREAD_IN_A_ROW):
+            for version in versions:
+                publisher.publish(_new_list(pool.weights[version]))
+            read(publisher, versions[-1], f"after publish() of version "
+                 f"{' then '.join(map(str, versions))}, each weight list a new one that the "
+                 "caller then dropped (CPython gives a dropped list's id to the next list made)")
 
     smoke("WeightPublisher", once, timeout_s=TIMEOUT_S)
     stress_kwargs = {k: v for k, v in kwargs.items() if k != "schedules"}

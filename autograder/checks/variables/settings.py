@@ -43,6 +43,10 @@ PUBLISHER_SCHEDULES = 600
 #: The version a graded model starts at; publishes count up from the next one. Not 0: a model
 #: built from scratch (a clone before its weights are set) reads as version 0.
 FIRST_VERSION = 1
+#: The one-thread run publishes these versions in a row (no read between), each as a new list
+#: the check drops: the second reuses the memory of the list published before the first, so a
+#: publisher that tells versions apart by ``id(weights)`` serves the old one (the ABA problem).
+ONE_THREAD_IN_A_ROW = (FIRST_VERSION + 3, FIRST_VERSION + 4)
 
 # Exercise 3 (choose_publisher): what the grader asks for.
 CHOICE_READERS = 2
