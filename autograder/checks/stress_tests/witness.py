@@ -194,14 +194,14 @@ def witnessed(cls: type) -> tuple[Callable[[], Any], Callable[[], dict[str, Any]
 
     def seen() -> dict[str, Any]:
         anomalies = set()
-        for watch in watches.values():
+        made = list(watches.values())  # an explorer that hung may still be making ledgers
+        for watch in made:
             problem = watch.intact()
             if problem:
                 tampered.append(problem)
             anomalies.add(_judge(watch))
         anomaly = next((kind for kind in ANOMALIES if kind in anomalies), "")
         return {"anomaly": anomaly, "tampered": tampered[0] if tampered else "",
-                "ledgers": len(watches),
-                "calls": sum(len(watch.calls) for watch in watches.values())}
+                "ledgers": len(made), "calls": sum(len(watch.calls) for watch in made)}
 
     return opaque(make_ledger), seen
