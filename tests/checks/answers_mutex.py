@@ -325,6 +325,26 @@ class SetdefaultKeyLockCache:
             return self._values[key]
 
 
+class StripedLocksCache:
+    """Lock striping: 32 locks picked by ``hash(key) % 32``, held while ``compute`` runs. Two
+    keys on one stripe wait for each other; with the string hash seeded anew in every process,
+    the grader's two keys shared a stripe in about 1 run in 70 (the check now picks its other
+    key so that they always do)."""
+
+    STRIPES = 32
+
+    def __init__(self, compute: Any) -> None:
+        self._compute = compute
+        self._values: dict = {}
+        self._stripes = [threading.Lock() for _ in range(self.STRIPES)]
+
+    def get(self, key: Any) -> Any:
+        with self._stripes[hash(key) % self.STRIPES]:
+            if key not in self._values:
+                self._values[key] = self._compute(key)
+            return self._values[key]
+
+
 WRONG_CACHES = [
     NoLockCache,
     LockPerCallCache,
@@ -332,6 +352,7 @@ WRONG_CACHES = [
     DoubleCheckedStoreCache,
     RacyKeyLocksCache,
     GlobalLockCache,
+    StripedLocksCache,
 ]
 CORRECT_CACHES = [FutureCache, SetdefaultKeyLockCache]
 

@@ -72,8 +72,10 @@ def test_a_lost_update_or_a_torn_snapshot_in_one_schedule_is_refused(observed):
 
 def test_a_key_computed_twice_in_one_schedule_is_refused(observed):
     seen = observed["check_cache"]
+    with pytest.raises(Rejected, match="not one the check makes"):
+        judge.check_cache({**seen, "fast_key": "fast"})
     with pytest.raises(Rejected, match="computed"):
-        judge.check_cache(_with_run(seen, 12, computed=["slow", "slow", "fast"]))
+        judge.check_cache(_with_run(seen, 12, computed=["slow", "slow", seen["fast_key"]]))
     with pytest.raises(Rejected, match="different objects"):
         judge.check_cache(_with_run(seen, 12, same_object=False))
     with pytest.raises(Rejected, match="waited for the slow build"):
@@ -115,7 +117,7 @@ def test_the_judges_constants_are_the_checks_settings():
     assert (judge.SCHEDULES, judge.SAMPLES) == (mutex.SCHEDULES, mutex.SAMPLES)
     assert (judge.OK_LATENCY_S, judge.ERROR_LATENCY_S) == (mutex.OK_LATENCY_S,
                                                            mutex.ERROR_LATENCY_S)
-    assert (judge.SLOW_KEY, judge.FAST_KEY) == (mutex.SLOW_KEY, mutex.FAST_KEY)
+    assert (judge.SLOW_KEY, judge.FAST_PREFIX) == (mutex.SLOW_KEY, mutex.FAST_PREFIX)
     assert (judge.SLOTS_EACH, judge.MOVE) == (mutex.SLOTS_EACH, mutex.MOVE)
     assert (judge.OLD_VERSION, judge.NEW_VERSION, judge.EXAMPLE) == (
         mutex.OLD_VERSION, mutex.NEW_VERSION, mutex.EXAMPLE)

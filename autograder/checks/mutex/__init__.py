@@ -62,7 +62,14 @@ from autograder.checks.mutex.model_slot import (
     SlotRun,
     run_model_slot,
 )
-from autograder.checks.mutex.prediction_cache import FAST_KEY, SLOW_KEY, CacheRun, run_cache
+from autograder.checks.mutex.prediction_cache import (
+    FAST_PREFIX,
+    SLOW_KEY,
+    STRIPES_COVERED,
+    CacheRun,
+    fast_key,
+    run_cache,
+)
 from autograder.checks.mutex.replicas import MOVE, SLOTS_EACH, Replica, SlotsRun, run_move_slots
 from autograder.checks.mutex.settings import FEATURES, SAMPLES, SCHEDULES, SEED, TIMEOUT_S
 
@@ -75,7 +82,7 @@ __all__ = [
     "torn_snapshots",
     # the four exercises
     "ERROR_LATENCY_S", "OK_LATENCY_S", "MetricsRun", "run_metrics",
-    "FAST_KEY", "SLOW_KEY", "CacheRun", "run_cache",
+    "FAST_PREFIX", "SLOW_KEY", "STRIPES_COVERED", "CacheRun", "fast_key", "run_cache",
     "MOVE", "SLOTS_EACH", "Replica", "SlotsRun", "run_move_slots",
     "BAD", "EXAMPLE", "NEW_VERSION", "OLD_VERSION", "FakeModel", "SlotRun", "run_model_slot",
     # graders

@@ -21,7 +21,7 @@ from autograder.checks.mutex.metrics import (
     run_metrics,
 )
 from autograder.checks.mutex.model_slot import OLD_VERSION, FakeModel, run_model_slot
-from autograder.checks.mutex.prediction_cache import FAST_KEY, run_cache
+from autograder.checks.mutex.prediction_cache import fast_key, run_cache
 from autograder.checks.mutex.replicas import Replica, run_move_slots
 from autograder.checks.mutex.settings import observed_number
 from autograder.checks.plain import plain
@@ -62,14 +62,14 @@ def check_metrics(metrics_class: Callable[[], Any], **kwargs: Any) -> None:
 
 def check_cache(cache_class: Callable[[Callable[[str], Any]], Any], **kwargs: Any) -> None:
     """Grade a prediction cache class (see :func:`run_cache`)."""
-    smoke("PredictionCache", lambda: cache_class(lambda key: (key, 0)).get(FAST_KEY))
+    smoke("PredictionCache", lambda: cache_class(lambda key: (key, 0)).get(fast_key()))
     deadlock = ("get() waits for a lock that is never released, or for a lock its own "
                 "thread already holds.")
     runs: list = []
     result = run_cache(cache_class, observed=runs, **kwargs)
     require(result, exercise="PredictionCache", hints={"deadlock": deadlock},
             again=call_text("mutex.run_cache", "PredictionCache", **kwargs))
-    report(_explored(result, runs))
+    report({"fast_key": fast_key(), **_explored(result, runs)})
 
 
 def check_move_slots(move_slots: Callable[[Any, Any, int], Any], **kwargs: Any) -> None:

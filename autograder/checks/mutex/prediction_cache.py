@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import itertools
+import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -11,11 +14,31 @@ from autograder.checks.mutex.settings import SCHEDULES, SEED, _explore
 from autograder.checks.plain import plain
 from autograder.harness import Result
 
-SLOW_KEY, FAST_KEY = "slow", "fast"
+SLOW_KEY = "slow"
+#: The other key's name starts with this; :func:`fast_key` picks the rest in each process.
+FAST_PREFIX = "fast-"
+#: A cache that stripes its locks by ``hash(key) % n`` (or ``& (n - 1)``) holds the slow
+#: key's lock for the fast key too whenever n divides this: every n from 1 to 16, and 32, 64,
+#: 20, 24, 30, 48... :func:`fast_key` makes the two keys collide modulo it, so the verdict
+#: does not depend on the process's string hash seed.
+STRIPES_COVERED = 4 * math.lcm(*range(1, 17))
 #: How long the slow build waits (real seconds) for a get() of another key to finish. The
 #: scheduler only lets this wait run out when no other thread can move, so a correct cache
 #: never reaches it.
 _OTHER_KEY_WAIT_S = 0.05
+
+
+@functools.cache
+def fast_key() -> str:
+    """The other key of this process: the first ``fast-<n>`` whose string hash is the slow
+    key's modulo :data:`STRIPES_COVERED` (strings hash differently in every process, so it
+    is searched for here: about 3 million hashes, well under a second)."""
+    target = hash(SLOW_KEY) % STRIPES_COVERED
+    for number in itertools.count():
+        key = f"{FAST_PREFIX}{number}"
+        if hash(key) % STRIPES_COVERED == target:
+            return key
+    raise AssertionError("unreachable")
 
 
 @dataclass
@@ -40,15 +63,17 @@ def run_cache(cache_class: Callable[[Callable[[str], Any]], Any], *, seed: int =
     """Two threads miss the same slow key while a third asks for a fast key, under ``explore``.
 
     Threads 0 and 1 call ``get("slow")``; thread 2 waits until the slow build has started and
-    calls ``get("fast")``. Building ``"slow"`` waits until ``get("fast")`` has returned (the
-    scheduler lets that wait give up only when no thread can move). The check: ``compute`` ran
-    exactly once per key, both callers of ``"slow"`` got the object ``compute`` returned, and
-    ``get("fast")`` returned while ``"slow"`` was being built. When ``observed`` is given,
-    each schedule that passed appends (for the judge) the keys ``compute`` ran for, how often
-    the build of ``"slow"`` gave up waiting for ``get("fast")``, the key of each value the
-    ``get("slow")`` and ``get("fast")`` calls returned, and whether the two ``get("slow")``
-    calls returned the same object.
+    calls ``get`` of the fast key (:func:`fast_key`'s, which a striped lock shares with
+    ``"slow"``). Building ``"slow"`` waits until that ``get`` has returned (the scheduler lets
+    that wait give up only when no thread can move). The check: ``compute`` ran exactly once
+    per key, both callers of ``"slow"`` got the object ``compute`` returned, and the fast
+    ``get`` returned while ``"slow"`` was being built. When ``observed`` is given, each
+    schedule that passed appends (for the judge) the keys ``compute`` ran for, how often the
+    build of ``"slow"`` gave up waiting for the fast ``get``, the key of each value the gets
+    returned, and whether the two ``get("slow")`` calls returned the same object.
     """
+    fast = fast_key()
+
     def setup() -> CacheRun:
         run = CacheRun()
         computed, started, fast_done = run.computed, run.slow_started, run.fast_done
@@ -73,27 +98,27 @@ def run_cache(cache_class: Callable[[Callable[[str], Any]], Any], *, seed: int =
 
     def get_fast_during_slow_build(run: CacheRun) -> None:
         run.slow_started.wait()
-        run.fast.append(run.cache.get(FAST_KEY))
+        run.fast.append(run.cache.get(fast))
         run.fast_done.set()
 
     def check(run: CacheRun) -> None:
-        for key in (SLOW_KEY, FAST_KEY):
+        for key in (SLOW_KEY, fast):
             times = run.computed.count(key)
             if times != 1:
                 raise AssertionError(
                     f"compute({key!r}) ran {times} times, expected exactly once: threads "
                     f"that missed {key!r} at the same time each computed it")
-        others = sorted(set(run.computed) - {SLOW_KEY, FAST_KEY})
+        others = sorted(set(run.computed) - {SLOW_KEY, fast})
         if others:
             raise AssertionError(
                 f"compute was called with {others}, keys no get() asked for; expected only "
-                f"{SLOW_KEY!r} and {FAST_KEY!r}")
+                f"{SLOW_KEY!r} and {fast!r}")
         if run.blocked_by_slow:
             raise AssertionError(
-                f"get({FAST_KEY!r}) could not return while {SLOW_KEY!r} was being computed; "
+                f"get({fast!r}) could not return while {SLOW_KEY!r} was being computed; "
                 "expected other keys to be served meanwhile. A slow build holds up every other "
                 "key: do not hold a lock that other keys need while compute() runs")
-        for key, values in ((SLOW_KEY, run.slow), (FAST_KEY, run.fast)):
+        for key, values in ((SLOW_KEY, run.slow), (fast, run.fast)):
             for value in plain(values, f"get({key!r})"):
                 if not (isinstance(value, tuple) and len(value) == 2 and value[0] == key):
                     raise AssertionError(
@@ -109,7 +134,7 @@ def run_cache(cache_class: Callable[[Callable[[str], Any]], Any], *, seed: int =
                 "computed": [key if type(key) is str else None for key in run.computed],
                 "gave_up": len(run.blocked_by_slow),
                 "slow": [_key_of(value) for value in plain(run.slow, f"get({SLOW_KEY!r})")],
-                "fast": [_key_of(value) for value in plain(run.fast, f"get({FAST_KEY!r})")],
+                "fast": [_key_of(value) for value in plain(run.fast, f"get({fast!r})")],
                 "same_object": first is second})
 
     workers = [get_slow, get_slow, get_fast_during_slow_build]
