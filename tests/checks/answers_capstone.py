@@ -642,6 +642,23 @@ class DeadLookingLeakService(LeakyCloseService):
 lying(RetryWhenReadColdService, ReusedBufferSwapService, UncountedStatsService,
       GraderNamedLeakService, DeadLookingLeakService, ComputeWhenReadService,
       SkipsTheSlowLayerService, SlowsTheOtherServicesService, ZerosWhenTimedService)
+class ReshapingService(ConditionBatchService):
+    """Reshapes each request to the example's shape first, "to accept (1, 8) rows": a request
+    of the wrong shape with the right number of values is answered, not refused with
+    ValueError (only a row of the wrong width is refused)."""
+
+    def predict(self, x):
+        row = np.asarray(x, dtype="float32")
+        try:
+            row = row.reshape(self._shape)
+        except ValueError:
+            pass  # refused by the batcher, as a malformed request
+        return super().predict(row)
+
+
+ReshapingService.decided_by_construction = True  # the reshape answers it on any schedule
+
+
 WRONG_COLD = [LockFreeColdService, TwoBatchersNoWarmupService, RetryWhenReadColdService]
 WRONG_UPDATES = [UnlockedSwapService, IdleUpdateService, ReusedBufferSwapService,
                  SetWeightsUnbuiltService]
@@ -649,7 +666,7 @@ WRONG_ACCOUNTING = [DropsPartialBatchService, WindowDropsPartialService, LeakyCl
                     DeadlockCloseService, WholeBatchFailsService, UncountedStatsService,
                     GraderNamedLeakService, DeadLookingLeakService, CloseWithoutJoinService,
                     CloseSleepsInsteadOfJoinService, UnlockedSliceService,
-                    CheckThenAppendService]
+                    CheckThenAppendService, ReshapingService]
 WRONG_THROUGHPUT = [LockPerCallService, PerThreadCopyService, ComputeWhenReadService,
                     SkipsTheSlowLayerService, SlowsTheOtherServicesService, ZerosWhenTimedService]
 CORRECT = [ConditionBatchService, QueueCommandService, FutureBatchService, PollingBatchService]

@@ -35,6 +35,7 @@ from autograder.checks.capstone.settings import (
     ACCOUNT_CLIENTS,
     ACCOUNT_REQUESTS,
     ACCOUNT_SEQUENTIAL,
+    BAD_SHAPES,
     CLOSE_CLIENTS,
     CLOSE_REQUESTS,
     FEATURES,
@@ -82,8 +83,8 @@ def _answers_problems(run: ClientRun, expected: dict[tuple[int, int], np.ndarray
                     got = (f"raised {describe_error(call.error)}" if call.error else
                            "returned an answer")
                     problems.append(f"client {call.client}'s malformed request (a row of "
-                                    f"width {call.x.shape[-1]}, expected {FEATURES}) {got}; "
-                                    "expected ValueError in that caller only")
+                                    f"shape {tuple(call.x.shape)}, expected ({FEATURES},)) "
+                                    f"{got}; expected ValueError in that caller only")
             elif call.error is not None:
                 if refused_ok and isinstance(call.error, RuntimeError):
                     continue
@@ -128,11 +129,13 @@ def _phase_seen(run: ClientRun, expected: dict[tuple[int, int], np.ndarray],
 
 def _rows_with_bad(seed: int, clients: int, per_client: int, bad_clients: int
                    ) -> tuple[list[list[np.ndarray]], set[tuple[int, int]]]:
-    """Request rows; the third request of the first ``bad_clients`` clients is malformed."""
+    """Request rows; the third request of the first ``bad_clients`` clients is malformed, in
+    turn: a row of the wrong width, then rows of the right number of values in the wrong shape
+    (:data:`BAD_SHAPES`), which a reshape would accept but the service must refuse."""
     rows = requests_for(seed, clients, per_client)
     bad = set()
     for c in range(bad_clients):
-        rows[c][2] = np.ones(FEATURES + 3, dtype="float32")
+        rows[c][2] = np.ones(BAD_SHAPES[c % len(BAD_SHAPES)], dtype="float32")
         bad.add((c, 2))
     return rows, bad
 

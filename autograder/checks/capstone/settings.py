@@ -34,8 +34,11 @@ FIRST_VERSION = variables.FIRST_VERSION
 ACCOUNT_SEQUENTIAL = 5
 ACCOUNT_CLIENTS = 16
 ACCOUNT_REQUESTS = 8
-#: Clients (of ACCOUNT_CLIENTS) whose third request is malformed (a row of the wrong width).
+#: Clients (of ACCOUNT_CLIENTS) whose third request is malformed, each in the next of
+#: BAD_SHAPES: a row of the wrong width, and rows of FEATURES values in another shape (a
+#: service that reshapes its requests answers those instead of raising ValueError).
 ACCOUNT_BAD_CLIENTS = 4
+BAD_SHAPES = ((FEATURES + 3,), (1, FEATURES), (FEATURES // 2, 2))
 CLOSE_CLIENTS = 12
 CLOSE_REQUESTS = 4
 #: Seconds each call of the slow model takes in the close test.
