@@ -399,6 +399,12 @@ warmup.check_entry_point(warm_up)
 # builds and traces; threads arriving meanwhile wait until it has finished. Once the model is
 # warm, calls need not wait for each other, so take the lock only while the model is cold
 # (this part is not graded).
+#
+# Keras sets `model.built` early in the first call, long before tracing ends, so a fast path
+# that trusts it lets a thread into the middle of the first call: keep a flag of your own. The
+# grader also runs your predictor on a stand-in cold model under `explore`, which tries every
+# interleaving with up to two thread switches; use the model only through
+# `predict_on_batch` (or `predict`, or calling it).
 
 # %% nbgrader={"grade": false, "grade_id": "ex_warmup_shared_predictor", "locked": false, "schema_version": 3, "solution": true, "task": false}
 class SharedPredictor:

@@ -19,6 +19,10 @@ TRIALS_LAZY_MODEL = 4
 #: Samples the lazy model's exploration runs after its bounded search; its cap.
 LAZY_SAMPLES = 20
 LAZY_SCHEDULES = 2000
+#: The shared predictor's explored run: threads, seeded samples after the bound, and its cap.
+SHARED_EXPLORE_THREADS = 2
+SHARED_SAMPLES = 20
+SHARED_SCHEDULES = 2000
 #: The tolerance a thread's output is compared with the one-thread reference (np.allclose).
 RTOL, ATOL = 1e-4, 1e-5
 
@@ -79,7 +83,9 @@ def check_both_entry_points(seen: dict) -> None:
 
 
 def check_shared_predictor(seen: dict) -> None:
-    """One thread traced, no more often than one first call does, and right outputs."""
+    """One thread traced, no more often than one first call does, and right outputs; in every
+    explored schedule of the cold stand-in model, one first call, none during it, and every
+    thread answered."""
     first_call = field(seen, "first_call_traces", int)
     expect(1 <= first_call <= 2, f"one first call traced {first_call} times")
     for number, trial in enumerate(_trials(seen, TRIALS_SHARED_PREDICTOR), 1):
@@ -93,6 +99,14 @@ def check_shared_predictor(seen: dict) -> None:
                                      f"first call's {first_call}")
         expect(field(trial, "calls", int) == 2 * THREADS,
                f"trial {number}: {trial['calls']} calls, not two per thread")
+    schedules = explored(field(seen, "explore", dict), SHARED_SCHEDULES, SHARED_SAMPLES)
+    for number, run in enumerate(schedules, 1):
+        first, during = field(run, "first_calls", int), field(run, "during_first", int)
+        answered = items(run, "answered", bool, at_least=SHARED_EXPLORE_THREADS,
+                         at_most=SHARED_EXPLORE_THREADS)
+        if first != 1 or during != 0 or not all(answered):
+            raise Rejected(f"explored schedule {number}: {first} first calls of the cold "
+                           f"model, {during} calls during the first, answers right: {answered}")
 
 
 def check_lazy_model(seen: dict) -> None:

@@ -291,6 +291,72 @@ class EventGatePredictor:
         return self.model.predict_on_batch(batch)
 
 
+class ClaimWithoutLockPredictor:
+    """An Event gate whose first-call claim is a check-then-set without a lock: two threads
+    can both see ``started`` False and both make the first call (real threads under the GIL
+    almost never switch inside that gap; ``explore`` does)."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.started = False
+        self.ready = threading.Event()
+
+    def __call__(self, batch: np.ndarray) -> Any:
+        if not self.ready.is_set():
+            if not self.started:
+                self.started = True
+                try:
+                    return self.model.predict_on_batch(batch)
+                finally:
+                    self.ready.set()
+            self.ready.wait()
+        return self.model.predict_on_batch(batch)
+
+
+class BuiltFastPathPredictor:
+    """Double-checked locking on ``model.built``: Keras sets it early in the first call,
+    before tracing is done, so a thread arriving then skips the lock and calls the model in
+    the middle of the first call."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.lock = threading.Lock()
+
+    def __call__(self, batch: np.ndarray) -> Any:
+        if not self.model.built:
+            with self.lock:
+                if not self.model.built:
+                    return self.model.predict_on_batch(batch)
+        return self.model.predict_on_batch(batch)
+
+
+class ConditionStatePredictor:
+    """Correct: cold, warming, warm under a Condition; the claimer calls outside the lock and
+    the others wait for the state to leave "warming"."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.cond = threading.Condition()
+        self.state = "cold"
+
+    def __call__(self, batch: np.ndarray) -> Any:
+        if self.state != "warm":
+            with self.cond:
+                mine = self.state == "cold"
+                if mine:
+                    self.state = "warming"
+                else:
+                    self.cond.wait_for(lambda: self.state != "warming")
+            if mine:
+                try:
+                    return self.model.predict_on_batch(batch)
+                finally:
+                    with self.cond:
+                        self.state = "warm"
+                        self.cond.notify_all()
+        return self.model.predict_on_batch(batch)
+
+
 WRONG_PREDICTORS = [
     PassThroughPredictor,
     LockPerCallPredictor,
@@ -299,8 +365,10 @@ WRONG_PREDICTORS = [
     MakePredictFunctionUnderLockPredictor,
     BuildUnderLockPredictor,
     WarmPredictUnderLockPredictor,
+    ClaimWithoutLockPredictor,
+    BuiltFastPathPredictor,
 ]
-CORRECT_PREDICTORS = [SerializedPredictor, EventGatePredictor]
+CORRECT_PREDICTORS = [SerializedPredictor, EventGatePredictor, ConditionStatePredictor]
 
 
 # --------------------------------------------------------------------------- LazyModel

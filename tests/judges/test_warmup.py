@@ -67,6 +67,24 @@ def test_a_lazy_model_built_twice_is_refused_in_a_trial_or_a_schedule(observed):
         judge.check_lazy_model(racy)
 
 
+def test_a_shared_predictor_whose_cold_model_was_entered_twice_is_refused(observed):
+    """In the explored run of the cold stand-in model, a second first call (a claim without a
+    lock) or a call during the first one (a fast path on ``model.built``) is refused, and so
+    is a search cut short."""
+    seen = observed["check_shared_predictor"]
+    for number, forged in ((3, {"first_calls": 2, "during_first": 0, "answered": [True] * 2}),
+                           (7, {"first_calls": 1, "during_first": 1, "answered": [True] * 2})):
+        racy = copy.deepcopy(seen)
+        racy["explore"]["schedules"][number - 1] = forged
+        with pytest.raises(Rejected, match=f"explored schedule {number}:"):
+            judge.check_shared_predictor(racy)
+    explore = seen["explore"]
+    cut = {**explore, "schedules": explore["schedules"][:judge.SHARED_SAMPLES],
+           "schedules_run": judge.SHARED_SAMPLES}
+    with pytest.raises(Rejected, match="not the graded"):
+        judge.check_shared_predictor({**seen, "explore": cut})
+
+
 def test_a_lazy_models_search_cut_short_or_missing_is_refused(observed):
     seen = observed["check_lazy_model"]
     explore = seen["explore"]
@@ -101,3 +119,5 @@ def test_the_judges_constants_are_the_checks_settings():
     assert judge.TRIALS_LAZY_MODEL == settings.TRIALS_LAZY_MODEL
     assert judge.LAZY_SAMPLES == settings.LAZY_SAMPLES
     assert judge.LAZY_SCHEDULES == settings.LAZY_SCHEDULES
+    for name in ("SHARED_EXPLORE_THREADS", "SHARED_SAMPLES", "SHARED_SCHEDULES"):
+        assert getattr(judge, name) == getattr(settings, name), name

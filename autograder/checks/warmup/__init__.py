@@ -51,7 +51,11 @@ from autograder.checks.warmup.models import (
     predict_on_batch,
     tiny_sequential,
 )
-from autograder.checks.warmup.predictor import run_shared_predictor
+from autograder.checks.warmup.predictor import (
+    ColdModel,
+    run_shared_predictor,
+    run_shared_predictor_explore,
+)
 from autograder.checks.warmup.serving import (
     BOTH_ENTRY_POINTS,
     run_both_entry_points,
@@ -66,6 +70,10 @@ from autograder.checks.warmup.settings import (
     LAZY_SCHEDULES,
     OUTPUT_UNITS,
     SEED,
+    SHARED_DEVIATIONS,
+    SHARED_EXPLORE_THREADS,
+    SHARED_SAMPLES,
+    SHARED_SCHEDULES,
     THREADS,
     TRIALS_BOTH_ENTRY_POINTS,
     TRIALS_ENTRY_POINT,
@@ -78,7 +86,8 @@ from autograder.checks.warmup.trial import Call, Trial
 __all__ = [
     # settings
     "EXPECTED_WEIGHTS", "HIDDEN_UNITS", "LAZY_DEVIATIONS", "LAZY_EXPLORE_THREADS",
-    "LAZY_SAMPLES", "LAZY_SCHEDULES", "OUTPUT_UNITS", "SEED", "THREADS",
+    "LAZY_SAMPLES", "LAZY_SCHEDULES", "OUTPUT_UNITS", "SEED", "SHARED_DEVIATIONS",
+    "SHARED_EXPLORE_THREADS", "SHARED_SAMPLES", "SHARED_SCHEDULES", "THREADS",
     "TRIALS_BOTH_ENTRY_POINTS", "TRIALS_ENTRY_POINT", "TRIALS_LAZY_MODEL",
     "TRIALS_SHARED_PREDICTOR",
     # the seeded models, their batches and the calls that serve them
@@ -90,6 +99,7 @@ __all__ = [
     "Crashed", "RaceStats", "TrialOutcome", "race_trials",
     # the four exercises
     "run_entry_point", "BOTH_ENTRY_POINTS", "run_both_entry_points", "run_shared_predictor",
+    "run_shared_predictor_explore", "ColdModel",
     "LazyRun", "run_lazy_model", "run_lazy_model_explore",
     # graders
     "check_both_entry_points", "check_entry_point", "check_lazy_model", "check_shared_predictor",

@@ -15,7 +15,7 @@ import numpy as np
 from autograder.checks.kit import call_text, explored_report, report, require
 from autograder.checks.plain import NotPlainData, plain_array
 from autograder.checks.warmup.lazy import run_lazy_model, run_lazy_model_explore
-from autograder.checks.warmup.predictor import run_shared_predictor
+from autograder.checks.warmup.predictor import run_shared_predictor, run_shared_predictor_explore
 from autograder.checks.warmup.serving import run_both_entry_points, run_entry_point
 from autograder.checks.warmup.traces import first_call_traces
 from autograder.checks.warmup.trial import Trial
@@ -94,7 +94,9 @@ def check_both_entry_points(warm_up_both: Callable[[Any, np.ndarray], Any],
 
 
 def check_shared_predictor(predictor_class: Callable[[Any], Any], **kwargs: Any) -> None:
-    """Grade a shared predictor class (see :func:`run_shared_predictor`).
+    """Grade a shared predictor class: :func:`run_shared_predictor` (real threads on cold Keras
+    models), then :func:`run_shared_predictor_explore` (a cold model in plain Python, under
+    ``explore``: the answer's first-call gate, whatever the seed).
 
     Raises:
         AssertionError: With the student-facing explanation, when a trial fails.
@@ -103,7 +105,12 @@ def check_shared_predictor(predictor_class: Callable[[Any], Any], **kwargs: Any)
     result = run_shared_predictor(predictor_class, record=seen, **kwargs)
     require(result, exercise="SharedPredictor", raised=_raised(result, seen),
             again=call_text("warmup.run_shared_predictor", "SharedPredictor", **kwargs))
-    _report_trials(result, seen, first_call_traces=first_call_traces())
+    schedules: list = []
+    explored = run_shared_predictor_explore(predictor_class, observed=schedules)
+    require(explored, exercise="SharedPredictor",
+            again=call_text("warmup.run_shared_predictor_explore", "SharedPredictor"))
+    _report_trials(result, seen, first_call_traces=first_call_traces(),
+                   explore=explored_report(explored, schedules))
 
 
 def check_lazy_model(lazy_class: Callable[..., Any], **kwargs: Any) -> None:

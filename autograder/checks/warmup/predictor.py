@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import keras
@@ -12,9 +13,14 @@ import numpy as np
 
 from autograder.checks.warmup.models import _reference, batches, tiny_sequential
 from autograder.checks.warmup.settings import (
+    _EXPLORE_TIMEOUT_S,
     _PREDICT_FUNCTION_WINDOW_S,
     _TIMEOUT_S,
     SEED,
+    SHARED_DEVIATIONS,
+    SHARED_EXPLORE_THREADS,
+    SHARED_SAMPLES,
+    SHARED_SCHEDULES,
     THREADS,
     TRIALS_SHARED_PREDICTOR,
 )
@@ -27,7 +33,8 @@ from autograder.checks.warmup.trial import (
     _trial_plan,
     _weights_and_outputs,
 )
-from autograder.harness import Result, stress
+from autograder.harness import Result, explore, stress
+from autograder.harness.tamper import opaque
 
 
 def run_shared_predictor(
@@ -122,3 +129,108 @@ def _widen_predict_function_window(model: keras.Model) -> Callable[..., Any]:
 
     model.make_predict_function = make_predict_function
     return make_predict_function
+
+
+class ColdModel:
+    """A stand-in for an unbuilt Keras model, in plain Python, so that ``explore`` can stop a
+    thread in the middle of its first call. As in Keras, the first call sets ``built`` early
+    and goes on (tracing) after that; a call that comes meanwhile, or a second first call, is
+    recorded through ``first_call`` and ``during_first`` (opaque hooks that only append to
+    the check's own lists). ``predict_on_batch``, ``predict`` and calling the model answer
+    ``2 * batch``."""
+
+    def __init__(self, first_call: Callable[[int], None],
+                 during_first: Callable[[int], None]) -> None:
+        self.tracing = False
+        self.built = False
+        self.traces = 0
+        self._first_call, self._during_first = first_call, during_first
+
+    def predict_on_batch(self, batch: Any) -> Any:
+        """``2 * batch``; the first call builds, then traces."""
+        if not self.built:
+            self._first_call(1)
+            self.tracing = True
+            self.built = True
+            self._trace()
+            self.tracing = False
+        elif self.tracing:
+            self._during_first(1)
+        return np.asarray(batch, dtype="float32") * 2.0
+
+    def _trace(self) -> None:
+        """The tracing after the build: steps another thread may run beside."""
+        self.traces += 1
+
+    def predict(self, batch: Any, **_: Any) -> Any:
+        return self.predict_on_batch(batch)
+
+    def __call__(self, batch: Any, **_: Any) -> Any:
+        return self.predict_on_batch(batch)
+
+
+@dataclass
+class ColdRun:
+    """One explored schedule of a shared predictor: the first calls of its cold model, the
+    calls made during the first one, and what each thread got."""
+
+    first_calls: list[int] = field(default_factory=list)
+    during_first: list[int] = field(default_factory=list)
+    predictor: Any = None
+    got: list[Any] = field(default_factory=list)
+
+
+def run_shared_predictor_explore(predictor_class: Callable[[Any], Any], *, seed: int = SEED,
+                                 schedules: int = SHARED_SCHEDULES,
+                                 observed: list | None = None) -> Result:
+    """Two threads make the first calls of a shared predictor under ``explore``.
+
+    The model is a :class:`ColdModel`: plain Python, so the scheduler can switch threads in
+    the middle of its first call, after ``built`` turned True and before tracing ended (where
+    a real first call spends most of its time). The check: exactly one first call, no call
+    while it ran, and each thread got ``2 * batch``. This finds what real threads under the
+    GIL almost never show: a first-call flag claimed without a lock (two first calls), and a
+    fast path that trusts ``model.built`` (a call in the middle of the first one).
+
+    Engine and bound: ``explore``; every schedule with at most :data:`SHARED_DEVIATIONS`
+    preemptions, then :data:`SHARED_SAMPLES` seeded samples (cap :data:`SHARED_SCHEDULES`).
+    When ``observed`` is given, each schedule appends its first calls, the calls made during
+    the first one and, per thread, whether it got its answer (for the judge).
+    """
+    batch = np.arange(6, dtype="float32").reshape(2, 3)
+
+    def setup() -> ColdRun:
+        run = ColdRun(got=[None] * SHARED_EXPLORE_THREADS)
+        model = ColdModel(opaque(run.first_calls.append), opaque(run.during_first.append))
+        run.predictor = predictor_class(model)
+        return run
+
+    def worker(k: int) -> Callable[[ColdRun], None]:
+        def call(run: ColdRun) -> None:
+            run.got[k] = run.predictor(batch)
+        return call
+
+    def check(run: ColdRun) -> None:
+        right = [got is not None and np.shape(got) == batch.shape
+                 and bool(np.allclose(np.asarray(got, dtype="float64"), 2.0 * batch))
+                 for got in run.got]
+        first, during = len(run.first_calls), len(run.during_first)
+        if observed is not None:
+            observed.append({"first_calls": first, "during_first": during,
+                             "answered": right})
+        problems = []
+        if first != 1:
+            problems.append(f"{first} threads made the model's first call, expected exactly "
+                            "one (the one that builds and traces)")
+        if during:
+            problems.append("a thread called the model while its first call was still "
+                            "running (model.built turns True before the first call is done: "
+                            "wait until that call has returned)")
+        if not all(right):
+            problems.append(f"thread(s) {[k for k, ok in enumerate(right) if not ok]} did not "
+                            "get model.predict_on_batch(batch)")
+        _fail(problems)
+
+    return explore(setup, [worker(k) for k in range(SHARED_EXPLORE_THREADS)], check,
+                   seed=seed, max_schedules=schedules, timeout_s=_EXPLORE_TIMEOUT_S,
+                   samples=SHARED_SAMPLES, deviations=SHARED_DEVIATIONS)

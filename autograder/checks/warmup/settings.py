@@ -41,6 +41,12 @@ _EXPLORE_TIMEOUT_S = 60.0
 #: check-then-act needs two switches (after the first caller's check, and back before the
 #: second caller stores its model).
 LAZY_EXPLORE_THREADS = 2
+#: The shared predictor's explore run, alike (a first-call flag claimed without a lock, or a
+#: fast path on ``model.built``, needs one switch; two for a margin).
+SHARED_EXPLORE_THREADS = 2
+SHARED_DEVIATIONS = 2
+SHARED_SCHEDULES = 2000
+SHARED_SAMPLES = 20
 LAZY_DEVIATIONS = 2
 LAZY_SCHEDULES = 2000
 LAZY_SAMPLES = 20
