@@ -262,6 +262,10 @@ def check_accounting(seen: dict) -> None:
     expect(ACCOUNT_SEQUENTIAL + 1 <= stats["batches"] <= total - len(bad),
            f"stats() reported {stats['batches']} batches, not {ACCOUNT_SEQUENTIAL + 1} to "
            f"{total - len(bad)}")
+    lone, _, _ = _phase(seen, "lone", 1, 1, bad={(0, 0)})
+    want = {"requests": total + 1, "batches": stats["batches"], "errors": len(bad) + 1}
+    expect(lone == want, f"after one malformed request sent alone stats() was {lone}, not "
+                         f"{want}: no model call answered it, so it is no batch")
     stats, served, starts = _phase(seen, "close", CLOSE_CLIENTS, CLOSE_REQUESTS,
                                    refused_ok=True)
     close = field(seen, "close", dict)

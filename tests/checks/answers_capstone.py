@@ -656,6 +656,27 @@ class ReshapingService(ConditionBatchService):
         return super().predict(row)
 
 
+class BatchesEveryTakeService(ConditionBatchService):
+    """Counts a batch for every batch it takes, even one of only malformed requests that no
+    model call answered ("batches" is model calls made)."""
+
+    def _serve(self):
+        while (batch := self._take()) is not None:
+            good = [r for r in batch if r.x.shape == self._shape]
+            for r in batch:
+                if r.x.shape != self._shape:
+                    r.error = ValueError(f"expected shape {self._shape}, got {r.x.shape}")
+            if good:
+                self._compute(good)
+            with self._cond:
+                self._requests += len(batch)
+                self._batches += 1
+                self._errors += len(batch) - len(good)
+            for r in batch:
+                r.done.set()
+
+
+BatchesEveryTakeService.decided_by_construction = True  # a lone malformed request, any run
 ReshapingService.decided_by_construction = True  # the reshape answers it on any schedule
 
 
@@ -666,7 +687,7 @@ WRONG_ACCOUNTING = [DropsPartialBatchService, WindowDropsPartialService, LeakyCl
                     DeadlockCloseService, WholeBatchFailsService, UncountedStatsService,
                     GraderNamedLeakService, DeadLookingLeakService, CloseWithoutJoinService,
                     CloseSleepsInsteadOfJoinService, UnlockedSliceService,
-                    CheckThenAppendService, ReshapingService]
+                    CheckThenAppendService, ReshapingService, BatchesEveryTakeService]
 WRONG_THROUGHPUT = [LockPerCallService, PerThreadCopyService, ComputeWhenReadService,
                     SkipsTheSlowLayerService, SlowsTheOtherServicesService, ZerosWhenTimedService]
 CORRECT = [ConditionBatchService, QueueCommandService, FutureBatchService, PollingBatchService]

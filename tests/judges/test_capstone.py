@@ -145,6 +145,10 @@ def test_a_request_lost_at_close_or_a_count_lost_is_refused(observed):
     seen["concurrent"]["stats"]["requests"] -= 1
     with pytest.raises(Rejected, match="a count was lost"):
         judge.check_accounting(seen)
+    seen = _solution(observed, "check_accounting")
+    seen["lone"]["stats"]["batches"] += 1  # a batch counted for a lone malformed request
+    with pytest.raises(Rejected, match="so it is no batch"):
+        judge.check_accounting(seen)
 
 
 def test_a_lock_per_call_rate_or_a_copy_per_client_is_refused(observed):
@@ -167,6 +171,7 @@ def test_a_lock_per_call_rate_or_a_copy_per_client_is_refused(observed):
     ("check_cold_start", "trials"), ("check_cold_start", "trials_run"),
     ("check_weight_updates", "trials"), ("check_weight_updates", "update_first"),
     ("check_accounting", "close"), ("check_accounting", "concurrent"),
+    ("check_accounting", "lone"),
     ("check_accounting", "explored"), ("check_throughput", "lock_runs"),
     ("check_throughput", "extra_bytes"), ("check_throughput", "smoke")])
 def test_a_report_without_a_decisive_observation_is_refused(observed, name, key):

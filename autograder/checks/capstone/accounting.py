@@ -143,17 +143,19 @@ def _rows_with_bad(seed: int, clients: int, per_client: int, bad_clients: int
 def accounting_problems(service_class: Callable[..., Any], *, seed: int = SEED,
                         record: list[CloseRun] | None = None,
                         observed: dict | None = None) -> list[str]:
-    """Run the three phases of part 3 and return what went wrong (empty when all is right).
+    """Run the four phases of part 3 and return what went wrong (empty when all is right).
 
     1. One client sends :data:`ACCOUNT_SEQUENTIAL` requests one after another: each answer is
        right and afterwards ``stats()`` is exactly that many requests, as many batches (one
        model call per request when requests come one at a time) and no error.
     2. :data:`ACCOUNT_CLIENTS` clients send :data:`ACCOUNT_REQUESTS` each, released together;
-       the third request of :data:`ACCOUNT_BAD_CLIENTS` of them is a row of the wrong width.
-       Each answer is the client's own row's; each malformed request raises ``ValueError``
-       in its caller; ``stats()`` counts every request once, the malformed ones as errors,
-       and between one and one-per-request batches for the rest.
-    3. On a new service over :func:`slow_model`, :data:`CLOSE_CLIENTS` clients send
+       the third request of :data:`ACCOUNT_BAD_CLIENTS` of them is malformed
+       (:data:`BAD_SHAPES`). Each answer is the client's own row's; each malformed request
+       raises ``ValueError`` in its caller; ``stats()`` counts every request once, the
+       malformed ones as errors, and between one and one-per-request batches for the rest.
+    3. One malformed request, sent alone: ``ValueError``, and ``stats()`` counts one more
+       request and one more error, but no batch (no model call answered it).
+    4. On a new service over :func:`slow_model`, :data:`CLOSE_CLIENTS` clients send
        :data:`CLOSE_REQUESTS` each, and ``close()`` is called while requests wait in the
        service's queue, by construction rather than by timing: the first model call after
        the service was built (the early clients' first batch) is held inside the model; only
@@ -175,10 +177,10 @@ def accounting_problems(service_class: Callable[..., Any], *, seed: int = SEED,
         service_class: The answer.
         seed: Seeds the models and requests.
         record: Receives the close test's :class:`CloseRun` (what ``close()`` met).
-        observed: Receives what each phase that passed saw, for the judge: ``"sequential"``
-            and ``"concurrent"`` (:func:`_phase_seen`) and ``"close"`` (the same, and when
-            ``close()`` returned, whether it did, the service's threads still running after
-            it, and how a ``predict()`` after it ended).
+        observed: Receives what each phase that passed saw, for the judge: ``"sequential"``,
+            ``"concurrent"`` and ``"lone"`` (:func:`_phase_seen`) and ``"close"`` (the same,
+            and when ``close()`` returned, whether it did, the service's threads still
+            running after it, and how a ``predict()`` after it ended).
     """
     before = set(threading.enumerate())
     model = serving_model(seed)
@@ -229,6 +231,23 @@ def accounting_problems(service_class: Callable[..., Any], *, seed: int = SEED,
                 " serves one or more requests)"]
     if observed is not None:
         observed["concurrent"] = _phase_seen(run, expected, stats)
+
+    # Phase 3: one malformed request, alone: no model call answers it.
+    run = run_clients(service, [[np.ones(BAD_SHAPES[0], dtype="float32")]], deadline_s=STUCK_S)
+    if run.stuck:
+        return [_stuck_message(run, "one client sent one malformed request", before)]
+    problems = _answers_problems(run, {}, {(0, 0)})
+    if problems:
+        return problems
+    lone = _stats(service)
+    want = {"requests": stats["requests"] + 1, "batches": stats["batches"],
+            "errors": stats["errors"] + 1}
+    if {k: lone[k] for k in want} != want:
+        return [f"after one malformed request, sent alone, stats() went from {stats!r} to "
+                f"{lone!r}; expected {want}: it is a request and an error, but no batch (no "
+                "model call answered it)"]
+    if observed is not None:
+        observed["lone"] = _phase_seen(run, {}, lone)
     try:
         return _close_problems(service_class, seed, before | set(threading.enumerate()),
                                record, observed)
