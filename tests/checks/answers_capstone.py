@@ -91,10 +91,14 @@ class ConditionBatchService:
                 self._compute(good)
             with self._cond:
                 self._requests += len(batch)
-                self._batches += bool(good)
+                self._batches += self._counted_batches(good)
                 self._errors += len(batch) - len(good)
             for r in batch:
                 r.done.set()
+
+    def _counted_batches(self, good):
+        """The batches one taken batch counts: one model call, when it had a good request."""
+        return int(bool(good))
 
     def _compute(self, good):
         with self._model_lock:
@@ -660,20 +664,8 @@ class BatchesEveryTakeService(ConditionBatchService):
     """Counts a batch for every batch it takes, even one of only malformed requests that no
     model call answered ("batches" is model calls made)."""
 
-    def _serve(self):
-        while (batch := self._take()) is not None:
-            good = [r for r in batch if r.x.shape == self._shape]
-            for r in batch:
-                if r.x.shape != self._shape:
-                    r.error = ValueError(f"expected shape {self._shape}, got {r.x.shape}")
-            if good:
-                self._compute(good)
-            with self._cond:
-                self._requests += len(batch)
-                self._batches += 1
-                self._errors += len(batch) - len(good)
-            for r in batch:
-                r.done.set()
+    def _counted_batches(self, good):
+        return 1
 
 
 BatchesEveryTakeService.decided_by_construction = True  # a lone malformed request, any run
