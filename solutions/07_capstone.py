@@ -431,6 +431,17 @@ capstone.check_cold_start(InferenceService)
 # any request is sent: the requests that follow must get the new weights. Expect an update at
 # any time, even before the first request: a model that has never been called has no weights
 # to set, so warm it in `__init__`.
+#
+# Last, the grader lines up the race itself instead of waiting for real threads to hit it: it
+# holds one request's model call after the first four of the eight layers (the model reads
+# each layer's weights only when it gets there), calls `update_weights` with version 2 from a
+# trainer thread, waits up to half a second for it to return, then lets the call go on. That
+# answer must be of one version, and the next request must get version 2. A service that
+# writes the weights while a call reads them answers layers `[1, 1, 1, 1, 2, 2, 2, 2]` there,
+# every run. Then it holds the model's `set_weights` as an update starts writing (your
+# trainer's call, or your batcher's if it applies updates itself) and sends a second update,
+# version 3: once both have returned, the next request must get version 3. Weights kept aside
+# and cleared after they were applied lose the update that came in between.
 
 # %% nbgrader={"grade": true, "grade_id": "test_capstone_weight_updates", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 m = variables.versioned_model()
@@ -491,9 +502,11 @@ capstone.check_accounting(InferenceService)
 #
 # First the grader counts the Keras weight bytes your service creates on top of the model's
 # own while sixteen clients are connected: at most two extra copies (one copy per client would
-# be sixteen). Then it serves sixteen clients, 6 requests each, alternately with your service
+# be sixteen). Then it serves sixteen clients, 4 requests each, alternately with your service
 # and with `capstone.GlobalLockService`, three rounds each. Your median requests per second
-# must be at least twice the lock's.
+# must be at least twice the lock's, and over the timed rounds your service must make at most
+# one model call for every two requests (the model counts its calls): a lock around each call
+# makes one call per request, however fast the machine happens to run it.
 #
 # The model it uses for the rates, `capstone.busy_model()`, is the served model plus a layer
 # that spends 2 ms of every call in a Python loop, whatever the batch size: a fixed per-call

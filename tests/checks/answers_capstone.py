@@ -194,6 +194,26 @@ class FutureBatchService:
         self.thread.join(timeout=10)
 
 
+class SpareModelSwapService(ConditionBatchService):
+    """Correct: writes new weights into a spare copy of the model, outside the batcher's lock,
+    and swaps the copies under it (the batcher holds it for a whole call, so the copy it
+    reads is never written): two models, one extra copy."""
+
+    def __init__(self, model, example):
+        super().__init__(model, example)
+        import keras
+
+        self._spare = keras.models.clone_model(model)
+        self._spare.set_weights(model.get_weights())
+        self._update_lock = threading.Lock()
+
+    def update_weights(self, weights):
+        with self._update_lock:
+            self._spare.set_weights(weights)
+            with self._model_lock:
+                self._model, self._spare = self._spare, self._model
+
+
 class PollingBatchService(ConditionBatchService):
     """Correct: a queue.Queue its batcher polls every half second (``get(timeout=0.5)``) to
     see whether close() was called, and a close() that joins with a timeout. Under the
@@ -388,6 +408,30 @@ class IdleUpdateService(ConditionBatchService):
                 self._model.set_weights(self._next_weights)
                 self._next_weights = None
         return super()._take()
+
+
+class PendingUpdateLostService(ConditionBatchService):
+    """Keeps each update aside; before each batch the batcher reads the waiting weights,
+    applies them, then clears them in another step: an update that arrives while another is
+    applied is cleared unapplied (red team round 6, ``k1_lost_update``: 14/14 before; real
+    threads practically never hit the window)."""
+
+    def __init__(self, model, example):
+        self._waiting_weights = None
+        super().__init__(model, example)
+
+    def update_weights(self, weights):
+        with self._cond:
+            self._waiting_weights = weights
+
+    def _take(self):
+        batch = super()._take()
+        weights = self._waiting_weights
+        if weights is not None:
+            with self._model_lock:
+                self._model.set_weights(weights)
+            self._waiting_weights = None
+        return batch
 
 
 class SetWeightsUnbuiltService(ConditionBatchService):
@@ -669,12 +713,16 @@ class BatchesEveryTakeService(ConditionBatchService):
 
 
 BatchesEveryTakeService.decided_by_construction = True  # a lone malformed request, any run
+UnlockedSwapService.decided_by_construction = True  # torn by the update held mid-call
+PendingUpdateLostService.decided_by_construction = True  # held while it applies an update
+LockPerCallService.decided_by_construction = True  # one model call per request, every run
+ReusedBufferSwapService.decided_by_construction = True  # the same
 ReshapingService.decided_by_construction = True  # the reshape answers it on any schedule
 
 
 WRONG_COLD = [LockFreeColdService, TwoBatchersNoWarmupService, RetryWhenReadColdService]
 WRONG_UPDATES = [UnlockedSwapService, IdleUpdateService, ReusedBufferSwapService,
-                 SetWeightsUnbuiltService]
+                 SetWeightsUnbuiltService, PendingUpdateLostService]
 WRONG_ACCOUNTING = [DropsPartialBatchService, WindowDropsPartialService, LeakyCloseService,
                     DeadlockCloseService, WholeBatchFailsService, UncountedStatsService,
                     GraderNamedLeakService, DeadLookingLeakService, CloseWithoutJoinService,
@@ -682,4 +730,5 @@ WRONG_ACCOUNTING = [DropsPartialBatchService, WindowDropsPartialService, LeakyCl
                     CheckThenAppendService, ReshapingService, BatchesEveryTakeService]
 WRONG_THROUGHPUT = [LockPerCallService, PerThreadCopyService, ComputeWhenReadService,
                     SkipsTheSlowLayerService, SlowsTheOtherServicesService, ZerosWhenTimedService]
-CORRECT = [ConditionBatchService, QueueCommandService, FutureBatchService, PollingBatchService]
+CORRECT = [ConditionBatchService, QueueCommandService, FutureBatchService, PollingBatchService,
+           SpareModelSwapService]

@@ -92,6 +92,31 @@ def test_an_update_before_any_request_not_served_is_refused(observed):
         judge.check_weight_updates(seen)
 
 
+def _versioned_row(versions):
+    """The versioned model's answer for these layer versions (``variables.read_versions``)."""
+    return [float(sum(versions[index:])) for index in range(len(versions))]
+
+
+def test_a_torn_answer_held_mid_call_or_an_update_missed_or_lost_after_it_is_refused(observed):
+    seen = _solution(observed, "check_weight_updates")
+    layers = variables.LAYERS
+    first = capstone.FIRST_VERSION
+    assert seen["mid_call"]["held"] == _versioned_row([first] * layers)
+    torn = [first] * (layers // 2) + [first + 1] * (layers // 2)
+    seen["mid_call"]["held"] = _versioned_row(torn)
+    with pytest.raises(Rejected, match=r"held mid-call .*versions \[1, 1, 1, 1, 2, 2, 2, 2\]"):
+        judge.check_weight_updates(seen)
+    seen = _solution(observed, "check_weight_updates")
+    seen["mid_call"]["after"] = _versioned_row([first] * layers)
+    with pytest.raises(Rejected, match="sent after that update returned"):
+        judge.check_weight_updates(seen)
+    seen = _solution(observed, "check_weight_updates")
+    assert seen["mid_set"] == {"held": True, "after": _versioned_row([first + 2] * layers)}
+    seen["mid_set"]["after"] = _versioned_row([first + 1] * layers)  # the second update lost
+    with pytest.raises(Rejected, match="while another was written into the model"):
+        judge.check_weight_updates(seen)
+
+
 def test_an_explored_schedule_that_lost_or_swapped_a_request_is_refused(observed):
     seen = _solution(observed, "check_accounting")
     schedules = seen["explored"]["clients"]["schedules"]
@@ -151,11 +176,16 @@ def test_a_request_lost_at_close_or_a_count_lost_is_refused(observed):
         judge.check_accounting(seen)
 
 
-def test_a_lock_per_call_rate_or_a_copy_per_client_is_refused(observed):
+def test_a_lock_per_call_rate_or_call_count_or_a_copy_per_client_is_refused(observed):
     seen = _solution(observed, "check_throughput")
     for run, lock in zip(seen["answer_runs"], seen["lock_runs"], strict=True):
         run["seconds"] = lock[1]
     with pytest.raises(Rejected, match="1.00x the global lock's"):
+        judge.check_throughput(seen)
+    seen = _solution(observed, "check_throughput")
+    for run in seen["answer_runs"]:
+        run["calls"] = run["requests"]  # one model call per request, as the lock makes
+    with pytest.raises(Rejected, match="fewer than 2 requests per call"):
         judge.check_throughput(seen)
     seen = _solution(observed, "check_throughput")
     seen["extra_bytes"] = capstone.CLIENTS * judge.COPY_BYTES
@@ -170,6 +200,7 @@ def test_a_lock_per_call_rate_or_a_copy_per_client_is_refused(observed):
 @pytest.mark.parametrize(("name", "key"), [
     ("check_cold_start", "trials"), ("check_cold_start", "trials_run"),
     ("check_weight_updates", "trials"), ("check_weight_updates", "update_first"),
+    ("check_weight_updates", "mid_call"), ("check_weight_updates", "mid_set"),
     ("check_accounting", "close"), ("check_accounting", "concurrent"),
     ("check_accounting", "lone"),
     ("check_accounting", "explored"), ("check_throughput", "lock_runs"),
@@ -186,6 +217,7 @@ def test_the_judges_constants_are_the_checks_settings():
                  "UPDATES", "FIRST_VERSION", "ACCOUNT_SEQUENTIAL", "ACCOUNT_CLIENTS",
                  "ACCOUNT_REQUESTS", "ACCOUNT_BAD_CLIENTS", "CLOSE_CLIENTS", "CLOSE_REQUESTS",
                  "THROUGHPUT_ROUNDS", "THROUGHPUT_REQUESTS", "MIN_SPEEDUP", "MAX_EXTRA_COPIES",
+                 "MIN_REQUESTS_PER_CALL",
                  "UPDATE_FIRST_REQUESTS", "EXPLORE_SCHEDULES", "EXPLORE_SAMPLES"):
         assert getattr(judge, name) == getattr(capstone, name), name
     assert judge.SCENARIOS == [name for name, *_ in bookkeeping._SCENARIOS]

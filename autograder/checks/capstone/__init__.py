@@ -18,7 +18,13 @@ property under load with fixed seeds and counts and no retries:
   update before any request (:func:`run_update_first`): a new service on a never-called
   model gets ``update_weights`` first, and the requests after it must get the new weights
   (a service that leaves building the model to its first request has no weights to set:
-  Keras raises, every time).
+  Keras raises, every time). Then an update while a request's model call is held halfway
+  (:func:`run_update_mid_call`: the versioned model's layers read their weights in order and
+  a gate holds the call after the first half): a service that writes the weights that call
+  reads answers a torn row every time, not only when real threads happen to line up. Last,
+  a second update while the first is held inside the model's ``set_weights``
+  (:func:`run_update_mid_set`): the next request must get the second, so an update read aside
+  and cleared in two steps is lost every time.
 - :func:`check_accounting` (real threads, bounded waits): one client in sequence, then 16 at
   once with a few malformed requests among them, then ``close()`` while 12 clients are sending
   to a slow model, called while requests wait in the service's queue by construction (the
@@ -42,10 +48,12 @@ property under load with fixed seeds and counts and no retries:
   against :class:`GlobalLockService` (one lock around every call), measured alternately in
   the same run, 16 clients, on :func:`busy_model` (a fixed per-call cost that holds the GIL,
   so that the ratio measures batching, not the machine's load); the answer's median must
-  reach :data:`MIN_SPEEDUP` times the lock's. The two serve separate models, and every
-  request the answer serves must get its row's output, computed by the model it was given
-  (its slow layer records the rows it computes): no answer can slow the baseline, skip the
-  slow layer or answer without the model.
+  reach :data:`MIN_SPEEDUP` times the lock's, and its timed runs must serve at least
+  :data:`MIN_REQUESTS_PER_CALL` requests per model call (the slow layer counts the calls: one
+  call per request fails every run, whatever the machine's load). The two serve separate
+  models, and every request the answer serves must get its row's output, computed by the
+  model it was given (its slow layer records the rows it computes): no answer can slow the
+  baseline, skip the slow layer or answer without the model.
 
 The notebook's three designs (:class:`GlobalLockService`, :class:`PerThreadService`, the
 student's batching service) and their measurements (:func:`benchmark`, :func:`plot_designs`)
@@ -54,7 +62,8 @@ live here too.
 This package is the lesson's face: notebooks and hidden tests use ``capstone.NAME`` and get
 the names below, whichever module holds them: ``settings`` (seeds, counts, budgets),
 ``models`` (the served model, requests, reference answers), ``services`` (the reference
-designs), ``clients`` (client threads and their stacks), ``cold_start``, ``updates``,
+designs), ``clients`` (client threads and their stacks), ``cold_start``, ``updates`` (with
+``midcall``),
 ``accounting`` (with ``bookkeeping``, its explored part) and ``throughput`` (parts 1 to 4),
 ``grading`` (the four graders) and ``lab`` (the notebook's demonstrations and pictures).
 """
@@ -84,6 +93,7 @@ from autograder.checks.capstone.lab import (
     plot_designs,
     table,
 )
+from autograder.checks.capstone.midcall import run_update_mid_call, run_update_mid_set
 from autograder.checks.capstone.models import (
     reference_outputs,
     requests_for,
@@ -112,6 +122,7 @@ from autograder.checks.capstone.settings import (
     HANDOVER_S,
     JOIN_GRACE_S,
     MAX_EXTRA_COPIES,
+    MIN_REQUESTS_PER_CALL,
     MIN_SPEEDUP,
     SEED,
     SLOW_CALL_S,
@@ -143,7 +154,8 @@ __all__ = [
     "ACCOUNT_BAD_CLIENTS", "ACCOUNT_CLIENTS", "ACCOUNT_REQUESTS", "ACCOUNT_SEQUENTIAL",
     "CLIENTS", "CLOSE_CLIENTS", "CLOSE_REQUESTS", "COLD_REQUESTS", "COLD_TRIALS",
     "EXPLORE_SAMPLES", "EXPLORE_SCHEDULES", "EXPLORE_SEED", "EXPLORE_TIMEOUT_S", "FEATURES",
-    "FIRST_VERSION", "HANDOVER_S", "JOIN_GRACE_S", "MAX_EXTRA_COPIES", "MIN_SPEEDUP", "SEED",
+    "FIRST_VERSION", "HANDOVER_S", "JOIN_GRACE_S", "MAX_EXTRA_COPIES", "MIN_REQUESTS_PER_CALL",
+    "MIN_SPEEDUP", "SEED",
     "SLOW_CALL_S", "SMOKE_S", "STALL_S", "STUCK_S",
     "THROUGHPUT_CALL_S", "THROUGHPUT_REQUESTS", "THROUGHPUT_ROUNDS", "TIMEOUT_S",
     "UPDATE_CLIENTS", "UPDATE_FIRST_REQUESTS", "UPDATE_GAP_S", "UPDATE_TRIALS", "UPDATES",
@@ -156,6 +168,7 @@ __all__ = [
     "Call", "ClientRun", "describe_threads", "run_clients", "wait_for_progress",
     # the four parts
     "ColdTrial", "run_cold_start", "UpdateTrial", "run_weight_updates", "run_update_first",
+    "run_update_mid_call", "run_update_mid_set",
     "CloseRun", "accounting_problems", "StubModel", "explore_service",
     "Measurement", "Speedup", "benchmark", "busy_model", "measure_speedup",
     # graders

@@ -11,6 +11,7 @@ from autograder.checks.capstone.accounting import accounting_problems
 from autograder.checks.capstone.bookkeeping import explore_service
 from autograder.checks.capstone.clients import _close_quietly, _grader_thread
 from autograder.checks.capstone.cold_start import ColdTrial, run_cold_start
+from autograder.checks.capstone.midcall import run_update_mid_call, run_update_mid_set
 from autograder.checks.capstone.models import (
     _answer,
     _row,
@@ -22,6 +23,7 @@ from autograder.checks.capstone.models import (
 from autograder.checks.capstone.settings import (
     CLIENTS,
     MAX_EXTRA_COPIES,
+    MIN_REQUESTS_PER_CALL,
     MIN_SPEEDUP,
     SEED,
     SMOKE_S,
@@ -94,11 +96,15 @@ def check_cold_start(service_class: Callable[..., Any], **kwargs: Any) -> None:
 def check_weight_updates(service_class: Callable[..., Any], **kwargs: Any) -> None:
     """Grade part 2: weights updated while serving (see :func:`run_weight_updates`).
 
-    Then a trainer's update before any request (see :func:`run_update_first`).
+    Then a trainer's update before any request (see :func:`run_update_first`), one while a
+    request's model call is held halfway (see :func:`run_update_mid_call`), and one while
+    another is being written into the model (see :func:`run_update_mid_set`).
 
     Reports (for the judge) the one-thread answer; per trial when each update returned and
     the versions of every answer each client got, with when it was sent; and the answers
-    after the update that came first, with the new weights' and the first weights' outputs.
+    after the update that came first, with the new weights' and the first weights' outputs;
+    the answers of the request held mid-call and of the one after it; and the answer after
+    an update that came while another was written.
     """
     smoke = _smoke(service_class, "InferenceService")
     trials: list = []
@@ -107,10 +113,12 @@ def check_weight_updates(service_class: Callable[..., Any], **kwargs: Any) -> No
             again=call_text("capstone.run_weight_updates", "InferenceService", **kwargs))
     try:
         first = run_update_first(service_class)
+        mid_call = run_update_mid_call(service_class)
+        mid_set = run_update_mid_set(service_class)
     except AssertionError as failure:
         raise AssertionError(f"InferenceService, weight updates: {failure}") from None
     report({"smoke": smoke, "trials": trials, "trials_run": result.schedules_run,
-            "update_first": first})
+            "update_first": first, "mid_call": mid_call, "mid_set": mid_set})
 
 
 def check_accounting(service_class: Callable[..., Any], *, seed: int = SEED) -> None:
@@ -143,11 +151,13 @@ def check_accounting(service_class: Callable[..., Any], *, seed: int = SEED) -> 
 
 
 def check_throughput(service_class: Callable[..., Any], *, seed: int = SEED) -> None:
-    """Grade part 4: at least :data:`MIN_SPEEDUP` x the global lock's rate, little memory.
+    """Grade part 4: at least :data:`MIN_SPEEDUP` x the global lock's rate, at least
+    :data:`MIN_REQUESTS_PER_CALL` requests per model call, little memory.
 
     Reports (for the judge) the one-thread answer, the extra and the model's own weight
     bytes, and every timed run of the lock and of the answer (requests and seconds; for the
-    answer also every answer, its row's model output and whether the model computed it).
+    answer also every answer, its row's model output, whether the model computed it, and
+    how many calls the model made).
     """
     smoke = _smoke(service_class, "InferenceService")
     runs: dict = {}
@@ -163,6 +173,15 @@ def check_throughput(service_class: Callable[..., Any], *, seed: int = SEED) -> 
             f"requests/s and one global lock {np.median(speedup.lock_rates):.0f} requests/s in "
             f"the same run: {speedup.ratio:.2f}x, expected at least {MIN_SPEEDUP:g}x. Serve "
             "the requests that wait together, in one model call (micro-batching)")
+    timed = runs.get("answer_runs", [])[1:]  # the first is the unmeasured warm-up run
+    requests, calls = sum(r["requests"] for r in timed), sum(r["calls"] for r in timed)
+    if speedup.lock_rates and not requests >= MIN_REQUESTS_PER_CALL * calls:
+        problems.append(
+            f"in the timed runs your service made {calls} model calls for {requests} requests "
+            f"({requests / max(calls, 1):.2f} requests per call), expected at least "
+            f"{MIN_REQUESTS_PER_CALL:g}: one call per request serves no more than one lock "
+            "around every call does. Serve the requests that wait together, in one model call "
+            "(micro-batching)")
     limit = MAX_EXTRA_COPIES * speedup.copy_bytes
     if speedup.extra_bytes > limit:  # measured first: the rates were then not measured
         problems.append(

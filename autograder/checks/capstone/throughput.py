@@ -94,7 +94,7 @@ def _served_by_the_model(run: ClientRun, seed: int, seen: list[np.ndarray],
     calls = [c for c in run.done if c.error is None]
     if not calls:
         if observed is not None:
-            observed.update(outputs=[], expected=[], computed=[])
+            observed.update(outputs=[], expected=[], computed=[], calls=len(seen))
         return
     expected = reference_outputs(seed, [c.x for c in calls])
     for call, want in zip(calls, expected, strict=True):
@@ -117,7 +117,8 @@ def _served_by_the_model(run: ClientRun, seed: int, seen: list[np.ndarray],
             "every request with that model, several requests per call")
     if observed is not None:
         observed.update(outputs=[_row(call.output) for call in calls],
-                        expected=[_row(want) for want in expected], computed=computed)
+                        expected=[_row(want) for want in expected], computed=computed,
+                        calls=len(seen))
 
 
 def benchmark(service_class: Callable[..., Any], clients: int, *, requests: int,

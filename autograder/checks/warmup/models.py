@@ -14,6 +14,7 @@ from autograder.checks.cache import frozen, memo
 from autograder.checks.warmup.settings import HIDDEN_UNITS, OUTPUT_UNITS
 
 
+@keras.saving.register_keras_serializable(package="racelab")
 class _SeededNormal(keras.initializers.Initializer):
     """Normal(0, 0.5) weights drawn by a stateless TensorFlow op from ``seed``.
 
@@ -22,7 +23,8 @@ class _SeededNormal(keras.initializers.Initializer):
     create it together, and that can crash TensorFlow itself (a segfault, measured on TF 2.21),
     which would end the lesson's demonstrations with a dead kernel instead of the race they
     show. A stateless draw builds the same kind of ops, so a racy build keeps its window, but
-    shares no state between threads.
+    shares no state between threads. Registered with Keras, so a model made with it can be
+    cloned (``keras.models.clone_model``) or saved and loaded, as students' copies are made.
     """
 
     def __init__(self, seed: int) -> None:
