@@ -32,6 +32,7 @@ from autograder.checks.cache import memo
 from autograder.checks.capstone.clients import _close_quietly, _grader_thread, _start
 from autograder.checks.capstone.models import _answer, _row
 from autograder.checks.capstone.settings import FIRST_VERSION, MID_CALL_WAIT_S, SMOKE_S
+from autograder.checks.capstone.updates import _bounded_step
 from autograder.checks.kit import describe_error, describe_threads, within
 
 
@@ -128,16 +129,6 @@ class _GatedPool:
 _POOL = memo("the capstone's gated versioned model")
 
 
-def _step(what: str, call: Callable[[], Any]) -> Any:
-    outcome = within(call, SMOKE_S, name="grader-step", track=_grader_thread)
-    if not outcome.finished:
-        raise AssertionError(f"{what} did not return within {SMOKE_S:g} s. Where it is "
-                             f"stuck:\n{describe_threads([outcome.thread])}")
-    if outcome.error is not None:
-        raise AssertionError(f"{what} raised {describe_error(outcome.error)}")
-    return outcome.value
-
-
 def run_update_mid_call(service_class: Callable[..., Any]) -> dict[str, Any]:
     """One request held halfway through its model call while a trainer updates the weights.
 
@@ -160,7 +151,7 @@ def run_update_mid_call(service_class: Callable[..., Any]) -> dict[str, Any]:
     """
     pool = _POOL(None, _GatedPool)
     model = pool.fresh()
-    service = _step("InferenceService(model, example)",
+    service = _bounded_step("InferenceService(model, example)",
                     lambda: service_class(model, pool.example.copy()))
     answers: list[np.ndarray] = []
     try:
@@ -206,7 +197,7 @@ def run_update_mid_call(service_class: Callable[..., Any]) -> dict[str, Any]:
                 "versions. Expected one version: never write the weights a running model "
                 "call reads (take the batcher's lock in update_weights, or set the new "
                 "weights on another copy and swap it in between calls)")
-        after = _step("a request sent after that update_weights() returned",
+        after = _bounded_step("a request sent after that update_weights() returned",
                       lambda: _answer(service.predict(pool.example)))
         got = variables.read_versions(after)
         if got.min() != got.max() or int(got[0]) != FIRST_VERSION + 1:
@@ -257,7 +248,7 @@ def run_update_mid_set(service_class: Callable[..., Any]) -> dict[str, Any]:
     """
     pool = _POOL(None, _GatedPool)
     model = pool.fresh()
-    service = _step("InferenceService(model, example)",
+    service = _bounded_step("InferenceService(model, example)",
                     lambda: service_class(model, pool.example.copy()))
     first, second = FIRST_VERSION + 1, FIRST_VERSION + 2
     try:
@@ -288,7 +279,7 @@ def run_update_mid_set(service_class: Callable[..., Any]) -> dict[str, Any]:
                                  "another update was being written into the model")
         if not held:
             service.update_weights(pool.weights[2])
-        after = _step("a request sent after both update_weights() calls returned",
+        after = _bounded_step("a request sent after both update_weights() calls returned",
                       lambda: _answer(service.predict(pool.example)))
         got = variables.read_versions(after)
         if held and (got.min() != got.max() or int(got[0]) != second):

@@ -276,9 +276,9 @@ def run_update_first(service_class: Callable[..., Any], *, seed: int = SEED) -> 
             "expected": [_row(row) for row in expected], "first": [_row(row) for row in first]}
 
 
-def _bounded_step(what: str, call: Callable[[], Any], *, hint: str = "") -> None:
-    """``call()`` on a grader thread within :data:`SMOKE_S`; an AssertionError naming
-    ``what`` when it hangs or raises."""
+def _bounded_step(what: str, call: Callable[[], Any], *, hint: str = "") -> Any:
+    """``call()`` on a grader thread within :data:`SMOKE_S`: its result, or an AssertionError
+    naming ``what`` when it hangs or raises."""
     outcome = within(call, SMOKE_S, name="grader-trainer", track=_grader_thread)
     if not outcome.finished:
         raise AssertionError(f"{what} did not return within {SMOKE_S:g} s. Where it is "
@@ -286,3 +286,4 @@ def _bounded_step(what: str, call: Callable[[], Any], *, hint: str = "") -> None
     if outcome.error is not None:
         raise AssertionError(f"{what} raised {describe_error(outcome.error)}; expected it to "
                              f"work{': ' + hint if hint else ''}")
+    return outcome.value
