@@ -152,7 +152,7 @@ def run_update_mid_call(service_class: Callable[..., Any]) -> dict[str, Any]:
     pool = _POOL(None, _GatedPool)
     model = pool.fresh()
     service = _bounded_step("InferenceService(model, example)",
-                    lambda: service_class(model, pool.example.copy()))
+                            lambda: service_class(model, pool.example.copy()))
     answers: list[np.ndarray] = []
     try:
         pool.gate.arm()
@@ -198,7 +198,7 @@ def run_update_mid_call(service_class: Callable[..., Any]) -> dict[str, Any]:
                 "call reads (take the batcher's lock in update_weights, or set the new "
                 "weights on another copy and swap it in between calls)")
         after = _bounded_step("a request sent after that update_weights() returned",
-                      lambda: _answer(service.predict(pool.example)))
+                              lambda: _answer(service.predict(pool.example)))
         got = variables.read_versions(after)
         if got.min() != got.max() or int(got[0]) != FIRST_VERSION + 1:
             raise AssertionError(
@@ -249,7 +249,7 @@ def run_update_mid_set(service_class: Callable[..., Any]) -> dict[str, Any]:
     pool = _POOL(None, _GatedPool)
     model = pool.fresh()
     service = _bounded_step("InferenceService(model, example)",
-                    lambda: service_class(model, pool.example.copy()))
+                            lambda: service_class(model, pool.example.copy()))
     first, second = FIRST_VERSION + 1, FIRST_VERSION + 2
     try:
         pool.set_gate.arm()
@@ -260,11 +260,13 @@ def run_update_mid_set(service_class: Callable[..., Any]) -> dict[str, Any]:
         if not held and not trainer.is_alive() and not errors:
             client, _ = _start(lambda: service.predict(pool.example), "client-0")
             held = _wait_for(pool.set_gate, client)
+        late, late_errors = None, []
         if held:
-            late = within(lambda: service.update_weights(pool.weights[2]), MID_CALL_WAIT_S,
-                          name="grader-trainer-2", track=_grader_thread)
+            late, late_errors = _start(lambda: service.update_weights(pool.weights[2]),
+                                       "grader-trainer-2")
+            late.join(MID_CALL_WAIT_S)
         pool.set_gate.disarm()
-        for thread in (trainer, client, late.thread if held else None):
+        for thread in (trainer, client, late):
             if thread is not None:
                 thread.join(SMOKE_S)
                 if thread.is_alive():
@@ -273,24 +275,27 @@ def run_update_mid_set(service_class: Callable[..., Any]) -> dict[str, Any]:
                         f"written into the model, a call did not return within {SMOKE_S:g} s "
                         f"after the write went on. Where it is stuck:\n"
                         f"{describe_threads([thread])}")
-        raised = errors[0] if errors else (late.error if held else None)
-        if raised is not None:
-            raise AssertionError(f"update_weights() raised {describe_error(raised)} while "
+        raised = [*errors, *late_errors]
+        if raised:
+            raise AssertionError(f"update_weights() raised {describe_error(raised[0])} while "
                                  "another update was being written into the model")
         if not held:
-            service.update_weights(pool.weights[2])
+            _bounded_step(f"update_weights() of version {second}",
+                          lambda: service.update_weights(pool.weights[2]))
         after = _bounded_step("a request sent after both update_weights() calls returned",
-                      lambda: _answer(service.predict(pool.example)))
+                              lambda: _answer(service.predict(pool.example)))
         got = variables.read_versions(after)
-        if held and (got.min() != got.max() or int(got[0]) != second):
+        if got.min() != got.max() or int(got[0]) != second:
+            how = (f"a trainer's update_weights() of version {first} was held inside "
+                   f"set_weights, before it wrote anything, while a second trainer called "
+                   f"update_weights() of version {second}" if held else
+                   f"update_weights() of version {first}, then of version {second}, returned")
             raise AssertionError(
-                f"a trainer's update_weights() of version {first} was held inside "
-                f"set_weights, before it wrote anything, while a second trainer called "
-                f"update_weights() of version {second}; once both had returned, the next "
-                f"request got an answer of versions {got.tolist()}: expected version "
-                f"{second}, the last update (an update that arrived while another was being "
-                "applied was lost: take the waiting weights and clear them under one lock, "
-                "or apply each update under the lock the model's calls hold)")
+                f"{how}; once both had returned, the next request got an answer of versions "
+                f"{got.tolist()}: expected version {second}, the last update (an update that "
+                "arrived while another was being applied was lost: take the waiting weights "
+                "and clear them under one lock, or apply each update under the lock the "
+                "model's calls hold)")
         return {"held": held, "after": _row(after)}
     finally:
         pool.set_gate.disarm()
