@@ -434,6 +434,32 @@ class PendingUpdateLostService(ConditionBatchService):
         return batch
 
 
+class FeignedHoldService(PendingUpdateLostService):
+    """``PendingUpdateLostService`` that attacks the grader's mid-set step: a thread of its own
+    keeps calling the hooks it finds in the model's classes (the ``set_weights`` gate's among
+    them), so that the grader sees a call held and sends its second update while nothing is
+    being written."""
+
+    def __init__(self, model, example):
+        super().__init__(model, example)
+        cells = type(model).set_weights.__closure__ or ()
+        self.hooks = hooks = [cell.cell_contents for cell in cells if callable(cell.cell_contents)
+                              and not isinstance(cell.cell_contents, type)]
+        self._feigning = True
+
+        def feign():
+            while self._feigning:
+                for hook in hooks:
+                    hook()
+                time.sleep(0.0005)
+
+        threading.Thread(target=feign, name="feign", daemon=True).start()
+
+    def close(self):
+        self._feigning = False
+        super().close()
+
+
 class SetWeightsUnbuiltService(ConditionBatchService):
     """No warm-up: the batcher's first batch builds the model (on one thread, so the cold
     start passes), but an update sent before any request meets a model with no weights yet,

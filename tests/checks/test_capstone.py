@@ -61,6 +61,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pytest
 
 from autograder.checks import capstone
@@ -299,6 +300,22 @@ def test_an_update_that_comes_while_another_is_written_is_never_lost(answer):
                 capstone.run_update_mid_set(answer)
             continue
         assert capstone.run_update_mid_set(answer)["held"] is True
+
+
+def test_a_service_that_calls_the_set_weights_gate_itself_still_loses_the_update():
+    """An attack through the model the service is handed: its classes lead to the grader's
+    ``set_weights`` hook, which a thread of the service calls over and over to feign a held
+    write. The hook holds only calls from the model's own ``set_weights``, so the real write is
+    held and the lost update is found, every run."""
+    from autograder.checks.capstone import midcall
+
+    model = midcall._GatedPool().model
+    service = answers.FeignedHoldService(model, np.zeros(model.input_shape[-1], "float32"))
+    service.close()
+    assert service.hooks, "the attack found no hook to call"
+    for _ in range(5):
+        with pytest.raises(AssertionError, match="expected version 3, the last update"):
+            capstone.run_update_mid_set(answers.FeignedHoldService)
 
 
 @pytest.mark.parametrize("answer", [*CORRECT, answers.FutureBatchService,

@@ -23,6 +23,7 @@ from autograder.checks.capstone.clients import (
     wait_until,
 )
 from autograder.checks.capstone.models import (
+    CallGate,
     _row,
     reference_outputs,
     requests_for,
@@ -263,34 +264,6 @@ def _expected(seed: int, rows: list[list[np.ndarray]]) -> dict[tuple[int, int], 
     return dict(zip(keys, outputs, strict=True))
 
 
-class _Gate:
-    """The close test's hold on the model: the first model call after :meth:`arm` waits
-    (inside the model's slow layer, on whichever thread called the model) until
-    :meth:`release`, at most :data:`STUCK_S`. Calls before arming (the service's warmup) and
-    after the first pass through."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._armed = False
-        self.entered = threading.Event()
-        self._released = threading.Event()
-
-    def arm(self) -> None:
-        with self._lock:
-            self._armed = True
-
-    def release(self) -> None:
-        self._released.set()
-
-    def __call__(self, rows: np.ndarray) -> None:
-        with self._lock:
-            mine = self._armed and not self.entered.is_set()
-            if mine:
-                self.entered.set()
-        if mine:
-            self._released.wait(STUCK_S)
-
-
 @dataclass
 class CloseRun:
     """How the close test's ``close()`` met the service (for the tests of this check).
@@ -323,7 +296,7 @@ def _close_problems(service_class: Callable[..., Any], seed: int,
                     before: set[threading.Thread],
                     record: list[CloseRun] | None = None,
                     observed: dict | None = None) -> list[str]:
-    gate = _Gate()
+    gate = CallGate(STUCK_S)  # held inside the slow layer, on whichever thread called it
     model = slow_model(seed, record=gate)
     rows = requests_for(seed + 2, CLOSE_CLIENTS, CLOSE_REQUESTS)
     try:

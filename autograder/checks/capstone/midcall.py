@@ -21,7 +21,10 @@ and must not be lost.
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -30,57 +33,46 @@ import numpy as np
 from autograder.checks import variables
 from autograder.checks.cache import memo
 from autograder.checks.capstone.clients import _close_quietly, _grader_thread, _start
-from autograder.checks.capstone.models import _answer, _row
+from autograder.checks.capstone.models import CallGate, _answer, _row
 from autograder.checks.capstone.settings import FIRST_VERSION, MID_CALL_WAIT_S, SMOKE_S
 from autograder.checks.capstone.updates import _bounded_step
 from autograder.checks.kit import describe_error, describe_threads, within
+from autograder.harness.tamper import opaque
 
 
-class _Gate:
-    """Holds the first model call that reaches it once armed, until released (bounded)."""
+def _held_only_from(gate: CallGate, caller_ok: Callable[[types.CodeType], bool]
+                    ) -> Callable[..., Any]:
+    """``gate`` behind an :func:`~autograder.harness.tamper.opaque` hook that holds only the
+    calls ``caller_ok`` accepts by the calling code: the model's own. Graded code can find the
+    hook through the model's classes; calling it to feign a held call (and let the grader's
+    second update come while nothing is written) only passes through."""
+    def run(value: Any = None) -> Any:
+        caller = sys._getframe(2).f_code  # run <- the opaque hook <- its caller
+        return gate(value) if caller_ok(caller) else value
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._armed = False
-        self.inside = threading.Event()
-        self.release = threading.Event()
-
-    def arm(self) -> None:
-        with self._lock:
-            self.inside.clear()
-            self.release.clear()
-            self._armed = True
-
-    def disarm(self) -> None:
-        with self._lock:
-            self._armed = False
-        self.release.set()
-
-    def __call__(self, x: np.ndarray | None = None) -> np.ndarray | None:
-        with self._lock:
-            held, self._armed = self._armed, False
-        if held:
-            self.inside.set()
-            self.release.wait(SMOKE_S)
-        return x
+    return opaque(run)
 
 
-def _gated_versioned_model(gate: Callable[[np.ndarray], np.ndarray],
-                           set_gate: Callable[[], None]) -> Any:
+def _gated_versioned_model(gate: CallGate, set_gate: CallGate) -> Any:
     """:func:`~autograder.checks.variables.versioned_model`'s layers, each reading its weights
     after its input is computed, with ``gate`` run between the two halves, and ``set_gate``
     run when ``set_weights`` is called, before it writes anything.
 
     The classes are made here, so a clone of the model (``keras.models.clone_model``) runs
-    the same gates.
+    the same gates; each holds only the model's own calls (:func:`_held_only_from`).
     """
     import keras
     import tensorflow as tf
 
     class GatedModel(keras.Model):
         def set_weights(self, weights: Any) -> None:
-            set_gate()
+            before_writing()
             super().set_weights(weights)
+
+    before_writing = _held_only_from(set_gate,
+                                     lambda code: code is GatedModel.set_weights.__code__)
+    tensorflow = os.path.join(os.path.dirname(tf.__file__), "")
+    in_the_model = _held_only_from(gate, lambda code: code.co_filename.startswith(tensorflow))
 
     class InOrderDense(keras.layers.Dense):
         def call(self, x: Any) -> Any:
@@ -89,7 +81,7 @@ def _gated_versioned_model(gate: Callable[[np.ndarray], np.ndarray],
 
     class Gate(keras.layers.Layer):
         def call(self, x: Any) -> Any:
-            y = tf.numpy_function(gate, [x], tf.float32, stateful=True)
+            y = tf.numpy_function(in_the_model, [x], tf.float32, stateful=True)
             y.set_shape(x.shape)
             return y
 
@@ -110,8 +102,8 @@ class _GatedPool:
     """The gated model built once per process; each run resets it to its first version."""
 
     def __init__(self) -> None:
-        self.gate = _Gate()
-        self.set_gate = _Gate()
+        self.gate = CallGate(SMOKE_S)
+        self.set_gate = CallGate(SMOKE_S)
         self.model = _gated_versioned_model(self.gate, self.set_gate)
         self.weights = [variables.version_weights(v, self.model)
                         for v in (FIRST_VERSION, FIRST_VERSION + 1, FIRST_VERSION + 2)]
@@ -120,8 +112,8 @@ class _GatedPool:
         self.model.predict_on_batch(self.example[None])
 
     def fresh(self) -> Any:
-        self.gate.disarm()
-        self.set_gate.disarm()
+        self.gate.release()
+        self.set_gate.release()
         self.model.set_weights(self.weights[0])
         return self.model
 
@@ -158,8 +150,8 @@ def run_update_mid_call(service_class: Callable[..., Any]) -> dict[str, Any]:
         pool.gate.arm()
         client, errors = _start(lambda: answers.append(_answer(service.predict(pool.example))),
                                 "client-0")
-        if not pool.gate.inside.wait(SMOKE_S):
-            pool.gate.disarm()
+        if not pool.gate.entered.wait(SMOKE_S):
+            pool.gate.release()
             client.join(SMOKE_S)
             raised = f" (predict() raised {describe_error(errors[0])})" if errors else ""
             raise AssertionError(
@@ -168,7 +160,7 @@ def run_update_mid_call(service_class: Callable[..., Any]) -> dict[str, Any]:
         trainer = within(lambda: service.update_weights(pool.weights[1]), MID_CALL_WAIT_S,
                          name="grader-trainer", track=_grader_thread)
         returned_while_held = trainer.finished
-        pool.gate.release.set()
+        pool.gate.release()
         client.join(SMOKE_S)
         if client.is_alive() or errors:
             raise AssertionError(
@@ -209,18 +201,18 @@ def run_update_mid_call(service_class: Callable[..., Any]) -> dict[str, Any]:
         return {"held": _row(held), "returned_while_held": returned_while_held,
                 "after": _row(after)}
     finally:
-        pool.gate.disarm()
+        pool.gate.release()
         _close_quietly(service)
 
 
-def _wait_for(gate: _Gate, thread: threading.Thread) -> bool:
+def _wait_for(gate: CallGate, thread: threading.Thread) -> bool:
     """Wait (bounded) until ``gate`` holds a call or ``thread`` has ended; whether it holds."""
     for _ in range(int(SMOKE_S / 0.001)):
-        if gate.inside.wait(0.001):
+        if gate.entered.wait(0.001):
             return True
         if not thread.is_alive():
-            return gate.inside.is_set()
-    return gate.inside.is_set()
+            return gate.entered.is_set()
+    return gate.entered.is_set()
 
 
 def run_update_mid_set(service_class: Callable[..., Any]) -> dict[str, Any]:
@@ -265,7 +257,7 @@ def run_update_mid_set(service_class: Callable[..., Any]) -> dict[str, Any]:
             late, late_errors = _start(lambda: service.update_weights(pool.weights[2]),
                                        "grader-trainer-2")
             late.join(MID_CALL_WAIT_S)
-        pool.set_gate.disarm()
+        pool.set_gate.release()
         for thread in (trainer, client, late):
             if thread is not None:
                 thread.join(SMOKE_S)
@@ -298,5 +290,5 @@ def run_update_mid_set(service_class: Callable[..., Any]) -> dict[str, Any]:
                 "model's calls hold)")
         return {"held": held, "after": _row(after)}
     finally:
-        pool.set_gate.disarm()
+        pool.set_gate.release()
         _close_quietly(service)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -90,6 +91,44 @@ def _row(values: Any) -> list[float] | None:
     if values is None:
         return None
     return [float(v) for v in np.asarray(values, dtype="float64").reshape(-1)]
+
+
+class CallGate:
+    """Holds the first call that reaches it after :meth:`arm` (on whichever thread made it)
+    until :meth:`release`, at most ``hold_s`` seconds. Calls before arming, and after the
+    held one, pass through. It can be armed again once released.
+
+    Args:
+        hold_s: The longest a held call waits.
+    """
+
+    def __init__(self, hold_s: float) -> None:
+        self._hold_s = hold_s
+        self._lock = threading.Lock()
+        self._armed = False
+        self.entered = threading.Event()
+        self._released = threading.Event()
+
+    def arm(self) -> None:
+        with self._lock:
+            self.entered.clear()
+            self._released.clear()
+            self._armed = True
+
+    def release(self) -> None:
+        """Let the held call go on (and disarm, if no call came)."""
+        with self._lock:
+            self._armed = False
+        self._released.set()
+
+    def __call__(self, value: Any = None) -> Any:
+        with self._lock:
+            mine, self._armed = self._armed, False
+            if mine:
+                self.entered.set()
+        if mine:
+            self._released.wait(self._hold_s)
+        return value
 
 
 def _pause(x: np.ndarray, seconds: np.ndarray) -> np.ndarray:
