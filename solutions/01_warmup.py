@@ -342,8 +342,11 @@ claim("build() created no weights on the subclass; one call created all four",
 #
 # Your server calls `model.predict_on_batch(batch)` from many threads, always with batches of
 # the same shape. Write `warm_up(model, example_batch)`, which the server runs once, on one
-# thread, before any serving thread starts. Afterwards, serving must not raise, must not add
-# weights, and must not trace the predict function again.
+# thread, before any serving thread starts. Make every call on that thread: a warm-up that
+# starts threads of its own races on the cold model, and one that returns before they end
+# races with serving, so the grader fails any warm-up that traces the model on another thread.
+# Afterwards, serving must not raise, must not add weights, and must not trace the predict
+# function again.
 
 # %% nbgrader={"grade": false, "grade_id": "ex_warmup_entry_point", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def warm_up(model, example_batch):
@@ -529,8 +532,9 @@ warmup.check_lazy_model(LazyModel)
 # Many servers answer with `model.predict(batch, verbose=0)`, the call most tutorials show, in
 # some handlers and with `model.predict_on_batch(batch)` in others, from many threads at once,
 # always with batches shaped like `example_batch`. Write `warm_up_both(model, example_batch)`,
-# which the server runs once, on one thread, before any serving thread starts. Afterwards
-# neither entry point may raise, add weights or trace the predict function again. Remember what
+# which the server runs once, on one thread, before any serving thread starts. As in Exercise
+# 1, make every call on that thread, one entry point after the other. Afterwards neither entry
+# point may raise, add weights or trace the predict function again. Remember what
 # you counted in "Outdated advice": warming one entry point does not warm the other. The
 # grader serves half the threads with each.
 

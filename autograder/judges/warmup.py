@@ -67,6 +67,9 @@ def _served_warm(seen: dict, count: int) -> None:
         _served_right(number, trial)
         expect(field(trial, "intact", bool) is True,
                f"trial {number}: the model's trace log was taken off")
+        others = field(trial, "warm_threads", int)
+        expect(others == 0, f"trial {number}: {others} other thread(s) traced the model during "
+                            "the warm-up")
         traced = max(field(trial, "traces", int), field(trial, "function_traces", int))
         expect(traced == 0, f"trial {number}: the predict function was traced {traced} "
                             "time(s) while serving; a warm model traces 0 times")

@@ -56,6 +56,14 @@ def warm_in_background(model: Any, example_batch: np.ndarray) -> None:
     threading.Thread(target=model.predict_on_batch, args=(example_batch,)).start()
 
 
+def warm_on_a_thread_joined_with_a_timeout(model: Any, example_batch: np.ndarray) -> None:
+    """Warm on a helper thread joined for at most 5 s: on a slow machine serving starts while
+    the warm-up still runs."""
+    worker = threading.Thread(target=model.predict_on_batch, args=(example_batch,))
+    worker.start()
+    worker.join(timeout=5)
+
+
 def warm_with_zeros(model: Any, example_batch: np.ndarray) -> None:
     """Correct: any batch of the serving shape warms ``predict_on_batch``."""
     model.predict_on_batch(np.zeros_like(example_batch))
@@ -93,6 +101,7 @@ WRONG_WARM_UPS = [
     warm_with_legacy_make_predict_function,
     warm_with_one_row,
     warm_in_background,
+    warm_on_a_thread_joined_with_a_timeout,
 ]
 CORRECT_WARM_UPS = [warm_with_zeros, warm_build_then_predict_on_batch]
 
@@ -130,6 +139,30 @@ def warm_both_on_two_threads(model: Any, example_batch: np.ndarray) -> None:
         worker.start()
 
 
+def warm_both_on_two_joined_threads(model: Any, example_batch: np.ndarray) -> None:
+    """Warm each entry point on its own thread at once, then join both: the two first calls
+    race on the cold model (a thread may raise unseen), though both are traced by the end."""
+    workers = [threading.Thread(target=model.predict, args=(example_batch,),
+                                kwargs={"verbose": 0}),
+               threading.Thread(target=model.predict_on_batch, args=(example_batch,))]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+
+
+def warm_both_on_a_thread_joined_with_a_timeout(model: Any, example_batch: np.ndarray) -> None:
+    """Warm on a helper thread joined for at most 5 s: on a slow machine the server starts
+    serving while the warm-up still runs."""
+    def warm() -> None:
+        model.predict(example_batch, verbose=0)
+        model.predict_on_batch(example_batch)
+
+    worker = threading.Thread(target=warm)
+    worker.start()
+    worker.join(timeout=5)
+
+
 def warm_both_predict_then_predict_on_batch(model: Any, example_batch: np.ndarray) -> None:
     """Correct: ``predict`` first, then ``predict_on_batch``, with a batch of zeros."""
     zeros = np.zeros_like(example_batch)
@@ -145,12 +178,19 @@ def warm_both_in_a_loop(model: Any, example_batch: np.ndarray) -> None:
 
 #: No warm-up and ``make_predict_function`` fail here as they fail ``warm_up`` (threads raise
 #: on the cold model); they are not run again, to keep the suite in its budget.
+# The warm-up's traces run on a thread other than its caller's in every trial.
+for _decided in (warm_on_a_thread_joined_with_a_timeout, warm_both_on_two_joined_threads,
+                 warm_both_on_a_thread_joined_with_a_timeout):
+    _decided.decided_by_construction = True
+
 WRONG_WARM_UPS_BOTH = [
     warm_both_with_predict_on_batch,
     warm_both_with_predict,
     warm_both_by_calling_model,
     warm_both_predict_one_row,
     warm_both_on_two_threads,
+    warm_both_on_two_joined_threads,
+    warm_both_on_a_thread_joined_with_a_timeout,
 ]
 CORRECT_WARM_UPS_BOTH = [warm_both_predict_then_predict_on_batch, warm_both_in_a_loop]
 

@@ -37,6 +37,12 @@ def test_a_predict_function_traced_while_serving_is_refused(observed, check):
         getattr(judge, check)(_changed(observed[check], 2, function_traces=1))
 
 
+@pytest.mark.parametrize("check", ["check_entry_point", "check_both_entry_points"])
+def test_a_warm_up_that_traced_on_another_thread_is_refused(observed, check):
+    with pytest.raises(Rejected, match="1 other thread"):
+        getattr(judge, check)(_changed(observed[check], 1, warm_threads=1))
+
+
 def test_a_model_built_twice_or_a_wrong_output_is_refused(observed):
     seen = observed["check_entry_point"]
     with pytest.raises(Rejected, match="8 weights"):

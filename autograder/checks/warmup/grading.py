@@ -53,6 +53,7 @@ def _trial_seen(trial: Trial) -> dict:
         "function_traces": traces.function_traces() if traces is not None else None,
         "tracing_threads": traces.tracing_threads if traces is not None else None,
         "intact": traces.intact if traces is not None else None,
+        "warm_threads": trial.warm_threads,
         "factory_calls": trial.factory_calls,
         "factory_calls_in_init": trial.factory_calls_in_init,
         "models": len({id(m) for m in trial.models if m is not None}),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -82,6 +83,7 @@ def _serve_after_warm_up(warm_up: Callable[[Any, np.ndarray], Any], exercise: st
                       _reference(tiny_sequential, trial_seed, inputs[1:]))
         trial.traces = TraceLog(model)
         warm_up(model, inputs[0].copy())
+        trial.warm_threads = len(set(trial.traces.threads) - {threading.get_ident()})
         trial.traces.reset()
         if record is not None:
             record.append(trial)
@@ -99,6 +101,12 @@ def _serve_after_warm_up(warm_up: Callable[[Any, np.ndarray], Any], exercise: st
 
     def check(trial: Trial) -> None:
         problems = _weights_and_outputs(trial, trial.model, served)
+        if trial.warm_threads:
+            problems.append(
+                f"{exercise} traced the model on {trial.warm_threads} other thread(s), "
+                f"expected every warm-up call on the thread that calls {exercise}: threads "
+                "that warm a cold model together race as in \"See it break\", and a warm-up "
+                "that returns before its threads end races with serving")
         traces = trial.traces
         if traces is not None and not traces.intact:
             problems.append(_REPLACED)

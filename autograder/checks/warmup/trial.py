@@ -48,6 +48,8 @@ class Trial:
         calls: Timed record of every worker call.
         traces: Trace log of ``model``, when it has a predict function.
         warm_ms: How long the warmup before the threads took, in milliseconds.
+        warm_threads: How many threads other than the one that called the warm-up traced the
+            model during it (a warm-up must make every call on its caller's thread).
         factory_calls: How many times the model factory ran (lazy exercise).
         factory_calls_in_init: How many of those ran inside the answer's ``__init__``.
         build_started: Set once a layer of a factory-made model starts building (lazy
@@ -65,6 +67,7 @@ class Trial:
     calls: list[Call] = field(default_factory=list)
     traces: TraceLog | None = None
     warm_ms: float = 0.0
+    warm_threads: int = 0
     factory_calls: int = 0
     factory_calls_in_init: int = 0
     build_started: threading.Event = field(default_factory=threading.Event)
