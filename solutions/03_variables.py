@@ -621,7 +621,9 @@ variables.check_step_counter(StepCounter)
 # Pick one. Mind the Python around the Keras calls too: two attributes a reader must see
 # together, a model served before its weights are set, or a handshake of flags and counters
 # with no lock are races of their own (`explore` looks for those, trying every interleaving
-# with up to two thread switches). Tell a new version by what was published, not by
+# with up to two thread switches, once with one reader and once with two readers that read
+# before the writer publishes: a count of readers changed outside its lock can lose an update
+# and leave the writer waiting for ever). Tell a new version by what was published, not by
 # `id(weights)`: once the trainer drops a list, CPython may give its `id` to the next list it
 # makes (the tests publish new lists, two of them in a row).
 

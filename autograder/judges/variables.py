@@ -30,6 +30,8 @@ PUBLISHER_MIN_UPDATES = 3
 PUBLISHER_EXPLORE_UPDATES = 1
 PUBLISHER_SAMPLES = 20
 PUBLISHER_SCHEDULES = 600
+#: explore's second run: readers that read once each before the one publish.
+PUBLISHER_EXPLORE_READERS = 2
 #: choose_publisher: the grader's four candidates (their names, drawn from the check's seed),
 #: the readers and updates it asks for, the update rate a choice needs, and how far a
 #: reported rate may be from what the candidate really did (thread start-up under load).
@@ -49,12 +51,13 @@ _NUMBER = (int, float, bool)
 _MAX_READS = 10_000
 
 
-def _complete(seen: dict, schedules_key: str, most: int, samples: int | None) -> int:
+def _complete(seen: dict, schedules_key: str, most: int, samples: int | None,
+              covered_key: str = "covered") -> int:
     """The explored schedules, after checking the search was the graded one: ``most`` when
     it ran to its cap (``samples`` None), or past its bound plus ``samples`` seeded samples,
     fewer only when it covered every schedule."""
     schedules = field(seen, schedules_key, int)
-    covered = field(seen, "covered", bool)
+    covered = field(seen, covered_key, bool)
     complete = schedules == most if samples is None else samples < schedules <= most
     expect(1 <= schedules <= most and (complete or covered),
            f"{schedules} schedules ran: not the complete graded search")
@@ -96,11 +99,12 @@ def check_step_counter(seen: dict) -> None:
         _steps(run, f"schedule {number}", COUNTER_EXPLORE_THREADS, COUNTER_EXPLORE_STEPS)
 
 
-def _served(trial: dict, what: str, readers: int, updates: tuple[int, int], timed: bool
-            ) -> None:
+def _served(trial: dict, what: str, readers: int, updates: tuple[int, int], timed: bool,
+            reads_last: bool = True) -> None:
     """Versions ``FIRST_VERSION + 1`` on were published; every read used one published
     version in every layer, never older than one published before it started nor than the
-    reader's previous read; and each reader's last read got the last version."""
+    reader's previous read; and (``reads_last``) each reader's last read got the last
+    version."""
     published = items(trial, "published", list, at_least=updates[0], at_most=updates[1])
     when: dict[int, float | None] = {}
     for entry in published:
@@ -126,13 +130,15 @@ def _served(trial: dict, what: str, readers: int, updates: tuple[int, int], time
             expect(low == high, f"{what}: reader {reader} got a torn read (layers of versions "
                                 f"{low} to {high})")
         fresh_versions([(low, start) for start, low, _ in reads], when, first=FIRST_VERSION,
-                       last=last_version, who=f"{what}: reader {reader}")
+                       last=last_version if reads_last else reads[-1][1],
+                       who=f"{what}: reader {reader}")
 
 
 def check_publisher(seen: dict) -> None:
     """One thread is served version 1, then after each publish the version published (the
     last of ONE_THREAD_IN_A_ROW after those in a row) in every layer; every stress trial and
-    every explored schedule served whole, published, never older versions."""
+    every explored schedule (one reader, then several before the publish) served whole,
+    published, never older versions."""
     wanted = (FIRST_VERSION, FIRST_VERSION + 1, FIRST_VERSION + 2, ONE_THREAD_IN_A_ROW[-1])
     one_thread = items(seen, "one_thread", list, at_least=len(wanted), at_most=len(wanted))
     for served, version in zip(one_thread, wanted, strict=True):
@@ -147,6 +153,14 @@ def check_publisher(seen: dict) -> None:
     for number, run in enumerate(runs, 1):
         _served(run, f"schedule {number}", 1,
                 (PUBLISHER_EXPLORE_UPDATES, PUBLISHER_EXPLORE_UPDATES), timed=False)
+    schedules = _complete(seen, "readers_schedules", PUBLISHER_SCHEDULES, PUBLISHER_SAMPLES,
+                          "readers_covered")
+    runs = items(seen, "readers_runs", dict, at_least=schedules, at_most=schedules)
+    for number, run in enumerate(runs, 1):
+        _served(run, f"schedule {number} with {PUBLISHER_EXPLORE_READERS} readers",
+                PUBLISHER_EXPLORE_READERS,
+                (PUBLISHER_EXPLORE_UPDATES, PUBLISHER_EXPLORE_UPDATES), timed=False,
+                reads_last=False)
 
 
 def _measured(candidate: dict) -> dict:

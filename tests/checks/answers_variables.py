@@ -422,6 +422,29 @@ ReadersWriterPublisher = demo_answer("demo/correct/03_variables.py", "ex_variabl
                                      setup={"threading": threading})
 
 
+class UnlockedLeaveReadersWriterPublisher(ReadersWriterPublisher):
+    """The demo's readers-writer lock, except that a reader counts itself out without the
+    lock (it takes the lock only to wake the writer): two readers leaving at once lose a
+    decrement, the count never gets back to zero, and the writer waits for ever. With one
+    reader the count is never shared, so only two readers can show it."""
+
+    def predict(self, x: Any) -> Any:
+        with self.cond:
+            while self.writing or self.writers_waiting:
+                self.cond.wait()
+            self.readers += 1
+        try:
+            return self.model.predict_on_batch(x)
+        finally:
+            self.readers -= 1
+            with self.cond:
+                if self.readers == 0:
+                    self.cond.notify_all()
+
+
+UnlockedLeaveReadersWriterPublisher.decided_by_construction = True  # explore, every run
+
+
 class BuildThenSwapPublisher:
     """Correct: build and warm a new model, then publish it with one reference assignment."""
 
@@ -515,7 +538,7 @@ IdKeyedCopiesPublisher.decided_by_construction = True  # one thread, CPython's f
 
 WRONG_PUBLISHERS = [UnlockedPublisher, WriterLockOnlyPublisher, LockPerCallPublisher,
                     LockedReferencePublisher, HandshakePublisher, SharedBufferPublisher,
-                    IdKeyedCopiesPublisher]
+                    IdKeyedCopiesPublisher, UnlockedLeaveReadersWriterPublisher]
 CORRECT_PUBLISHERS = [ReadersWriterPublisher, SemaphorePublisher]
 #: Answers that build a model per publish or per thread: several seconds per grading run, so
 #: the tests run them a few times only (see test_variables.py). Both wrong ones are found by

@@ -86,6 +86,24 @@ def test_a_torn_or_stale_read_is_refused(observed):
         judge.check_publisher({**seen, "trials_run": 1, "trials": seen["trials"][:1]})
 
 
+def test_a_two_reader_search_cut_short_or_missing_a_reader_is_refused(observed):
+    seen = observed["publisher"]
+    assert seen["readers_schedules"] > judge.PUBLISHER_SAMPLES
+    with pytest.raises(Rejected, match="not the complete graded search"):
+        judge.check_publisher({**seen, "readers_schedules": 20, "readers_covered": False,
+                               "readers_runs": seen["readers_runs"][:20]})
+    reads = seen["readers_runs"][5]["reads"]
+    with pytest.raises(Malformed, match="holds 1 entries, not 2"):
+        judge.check_publisher(_forged(seen, ("readers_runs", 5, "reads"),
+                                      [read for read in reads if read[0] == 0]))
+    reader, start, low, _ = reads[0]
+    with pytest.raises(Rejected, match="torn read"):
+        judge.check_publisher(_forged(seen, ("readers_runs", 5, "reads", 0),
+                                      [reader, start, low, low + 1]))
+    with pytest.raises(Malformed, match="'readers_runs' is missing"):
+        judge.check_publisher(_forged(seen, ("readers_runs",), None))
+
+
 def test_a_torn_candidate_chosen_or_a_misreported_measurement_is_refused(observed):
     seen = observed["choice"]
     chosen = [c["name"] for c in seen["candidates"]].index(seen["chosen"])
@@ -142,8 +160,8 @@ def test_the_judges_constants_are_the_checks_settings():
         "COUNTER_STRESS_STEPS", "COUNTER_EXPLORE_THREADS", "COUNTER_EXPLORE_STEPS",
         "COUNTER_SCHEDULES", "PUBLISHER_TRIALS", "PUBLISHER_READERS", "PUBLISHER_UPDATES",
         "PUBLISHER_MIN_UPDATES", "PUBLISHER_EXPLORE_UPDATES", "PUBLISHER_SAMPLES",
-        "PUBLISHER_SCHEDULES", "ONE_THREAD_IN_A_ROW", "CHOICE_READERS", "CHOICE_UPDATES",
-        "CHOICE_MIN_UPDATES_PER_S"]
+        "PUBLISHER_SCHEDULES", "PUBLISHER_EXPLORE_READERS", "ONE_THREAD_IN_A_ROW",
+        "CHOICE_READERS", "CHOICE_UPDATES", "CHOICE_MIN_UPDATES_PER_S"]
     assert {n: getattr(judge, n) for n in names} == {n: getattr(settings, n) for n in names}
     assert (judge.UPDATES_RATE_ABOVE, judge.LAST_VERSION_READS) == (
         choice.UPDATES_RATE_ABOVE, choice.LAST_VERSION_READS)

@@ -33,6 +33,7 @@ from autograder.checks.variables.settings import (
     FIRST_VERSION,
     LAYERS,
     ONE_THREAD_IN_A_ROW,
+    PUBLISHER_EXPLORE_READERS,
     SEED,
     TIMEOUT_S,
 )
@@ -90,7 +91,9 @@ def _new_list(weights: list[Any]) -> list[Any]:
 _PUBLISHER_HINTS = {
     "race": "a reader must never run the model while publish() is changing the weights it "
             "uses, and once publish() returns every new read must use the new weights.",
-    "deadlock": "a thread waits for a lock nobody will release.",
+    "deadlock": "expected every thread to finish, but one waits for a lock nobody will "
+                "release, or for a state that never comes (a count of readers that two "
+                "readers changed at once outside the lock never gets back to zero).",
     "error": "a publish() or predict() raised while the other threads were running.",
 }
 
@@ -103,7 +106,9 @@ def check_publisher(publisher_class: Callable[[Any], Any], **kwargs: Any) -> Non
     (:func:`run_publisher_explore`): every schedule with at most
     :data:`PUBLISHER_DEVIATIONS` switches at the answer's shared accesses and the layer
     boundary, then :data:`PUBLISHER_SAMPLES` seeded samples. A race in the Python around the
-    Keras calls fails every run, whatever the seed.
+    Keras calls fails every run, whatever the seed. Last, ``explore`` of
+    :data:`PUBLISHER_EXPLORE_READERS` readers reading once each, then one publish: the
+    readers' shared bookkeeping must let the writer in.
     """
     pool = _pool(LAYERS)
     one_thread: list[list[int]] = []
@@ -142,8 +147,16 @@ def check_publisher(publisher_class: Callable[[Any], Any], **kwargs: Any) -> Non
     require(explored, exercise="WeightPublisher", hints=_PUBLISHER_HINTS,
             again=call_text("variables.run_publisher_explore", "WeightPublisher",
                             **explore_kwargs))
+    shared: list = []
+    readers = run_publisher_explore(publisher_class, observed=shared,
+                                    readers=PUBLISHER_EXPLORE_READERS, **explore_kwargs)
+    require(readers, exercise="WeightPublisher", hints=_PUBLISHER_HINTS,
+            again=call_text("variables.run_publisher_explore", "WeightPublisher",
+                            readers=PUBLISHER_EXPLORE_READERS, **explore_kwargs))
     report({"one_thread": one_thread, "trials": trials, "trials_run": stressed.schedules_run,
-            "runs": runs, "schedules": explored.schedules_run, "covered": explored.covered})
+            "runs": runs, "schedules": explored.schedules_run, "covered": explored.covered,
+            "readers_runs": shared, "readers_schedules": readers.schedules_run,
+            "readers_covered": readers.covered})
 
 
 def check_choice(choose: Callable[..., Any], *, seed: int = SEED) -> None:

@@ -25,6 +25,7 @@ from autograder.checks.variables.settings import (
     PUBLISHER_EXPLORE_UPDATES,
     PUBLISHER_MIN_UPDATES,
     PUBLISHER_READERS,
+    PUBLISHER_READERS_DEVIATIONS,
     PUBLISHER_SAMPLES,
     PUBLISHER_SCHEDULES,
     PUBLISHER_TRIALS,
@@ -58,6 +59,7 @@ class PublishTrial:
             the workers run as little Python as possible between the answer's own steps; a
             numpy array is copied as it is returned, :func:`kept`).
         done: Set when the writer has published everything.
+        readers_done: Set when every reader has read (explored with several readers).
     """
 
     publisher: Any
@@ -65,13 +67,15 @@ class PublishTrial:
     published: list[tuple[int, float]] = field(default_factory=list)
     reads: list[list[tuple[float, Any]]] = field(default_factory=list)
     done: threading.Event = field(default_factory=threading.Event)
+    readers_done: threading.Event = field(default_factory=threading.Event)
     clock: Any = None
     errors: list[str] = field(default_factory=list)
 
 
-def _publisher_check(min_updates: int, observed: list | None = None
-                     ) -> Callable[[PublishTrial], None]:
-    """The publisher's check. When ``observed`` is given, each run that passed appends (for the
+def _publisher_check(min_updates: int, observed: list | None = None, *,
+                     reads_last: bool = True) -> Callable[[PublishTrial], None]:
+    """The publisher's check (``reads_last``: each reader's last read must get the last
+    version published). When ``observed`` is given, each run that passed appends (for the
     judge) the versions published, each with the clock when its ``publish`` returned (None when
     the run has no clock: under ``explore`` no read counts as after a publish), and every read
     as ``[reader, clock at its start, lowest and highest layer version it got]``."""
@@ -119,7 +123,7 @@ def _publisher_check(min_updates: int, observed: list | None = None
                         f"expected versions never to go backwards, but reader {index} got "
                         f"version {last} and then version {seen}")
                 last = seen
-            if last != last_version:
+            if reads_last and last != last_version:
                 raise AssertionError(
                     f"reader {index}'s last read, made after the writer was done, got version "
                     f"{last}: expected the last version published, {last_version}")
@@ -264,45 +268,61 @@ def _set_layer_by_layer(model: Any) -> None:
 
 def run_publisher_explore(publisher_class: Callable[[Any], Any], *, seed: int = SEED,
                           schedules: int = PUBLISHER_SCHEDULES, pool: _ModelPool | None = None,
-                          observed: list | None = None) -> Result:
-    """A writer publishes a version while one reader serves twice, under ``explore``.
+                          observed: list | None = None, readers: int = 1) -> Result:
+    """A writer publishes a version while readers serve, under ``explore``.
 
-    Keras calls run atomically here, so this finds races in the Python around them: a version
-    number stored apart from the weights it names, a model published before its weights were
-    set, a reader let in by a handshake without a lock. The reader (going first) reads once
-    while the writer may be publishing, waits until the writer is done, and reads again: that
-    last read must see the last version. The workers and the layer-by-layer ``set_weights``
-    are glue (no decision points of their own, one between two layers), so the search spends
-    its bound (:data:`PUBLISHER_DEVIATIONS` switches) on the answer's code. When ``observed``
-    is given, each schedule that passed appends what it saw (see :func:`_publisher_check`).
+    Keras calls run atomically here, so this finds races in the Python around them. With one
+    reader (the default): a version number stored apart from the weights it names, a model
+    published before its weights were set, a reader let in by a handshake without a lock. The
+    reader (going first) reads once while the writer may be publishing, waits until the writer
+    is done, and reads again: that last read must see the last version. With more readers,
+    each reads once and the writer publishes once they are all done: bookkeeping the readers
+    share (a count of readers changed outside its lock) must leave the publisher as it found
+    it, or the writer waits for ever (reported as a deadlock). That search is bounded by
+    :data:`PUBLISHER_READERS_DEVIATIONS` switches.
+
+    The workers and the layer-by-layer ``set_weights`` are glue (no decision points of their
+    own, one between two layers), so the search spends its bound on the answer's code. When
+    ``observed`` is given, each schedule that passed appends what it saw (see
+    :func:`_publisher_check`).
     """
     pool = pool or _pool(EXPLORE_LAYERS)
     _set_layer_by_layer(pool.model)
     updates = PUBLISHER_EXPLORE_UPDATES
     weights = pool.weights[FIRST_VERSION + 1:FIRST_VERSION + updates + 1]
     batch = pool.batch
+    alone = readers == 1
 
     def setup() -> PublishTrial:
         trial = PublishTrial(publisher_class(pool.fresh()), pool.layers)
-        trial.reads = [[]]
+        trial.reads = [[] for _ in range(readers)]
         trial.published = [(FIRST_VERSION + 1 + k, float("inf")) for k in range(updates)]
         return trial
 
     def writer(trial: PublishTrial) -> None:
         publish = trial.publisher.publish
+        if not alone:
+            trial.readers_done.wait()
         try:
             for new in weights:
                 publish(new)
         finally:
             trial.done.set()
 
-    def reader(trial: PublishTrial) -> None:
-        predict, mine = trial.publisher.predict, trial.reads[0]
-        mine.append((0.0, kept(predict(batch))))
-        trial.done.wait()
-        mine.append((0.0, kept(predict(batch))))
+    def reader_for(index: int) -> Callable[[PublishTrial], None]:
+        def reader(trial: PublishTrial) -> None:
+            predict, mine = trial.publisher.predict, trial.reads[index]
+            mine.append((0.0, kept(predict(batch))))
+            if alone:
+                trial.done.wait()
+                mine.append((0.0, kept(predict(batch))))
+            elif sum(map(len, trial.reads)) == readers:
+                trial.readers_done.set()
+        return reader
 
-    return explore(setup, [reader, writer], _publisher_check(updates, observed), seed=seed,
+    workers = [reader_for(index) for index in range(readers)]
+    return explore(setup, [*workers, writer],
+                   _publisher_check(updates, observed, reads_last=alone), seed=seed,
                    max_schedules=schedules, timeout_s=TIMEOUT_S, strategy=EXPLORE_STRATEGY,
-                   deviations=PUBLISHER_DEVIATIONS, samples=PUBLISHER_SAMPLES,
-                   glue=(writer, reader, _stepped_set_weights))
+                   deviations=PUBLISHER_DEVIATIONS if alone else PUBLISHER_READERS_DEVIATIONS,
+                   samples=PUBLISHER_SAMPLES, glue=(writer, *workers, _stepped_set_weights))

@@ -38,6 +38,13 @@ EXPLORE_LAYERS = 2
 #: is spent on the answer's code and the layer boundary.
 EXPLORE_STRATEGY = "auto"
 PUBLISHER_DEVIATIONS = 2
+#: The publisher's second explore run: PUBLISHER_EXPLORE_READERS readers read once each, then
+#: the writer publishes; bounded by PUBLISHER_READERS_DEVIATIONS switches, then the same
+#: samples and cap. Two readers, because a count of readers lost by two unlocked updates needs
+#: both inside at once; two switches, because one reader must stop inside and the other in the
+#: middle of its update (a reader that leaves outside the lock: found at schedule 275).
+PUBLISHER_EXPLORE_READERS = 2
+PUBLISHER_READERS_DEVIATIONS = 2
 PUBLISHER_SAMPLES = 20
 PUBLISHER_SCHEDULES = 600
 #: The version a graded model starts at; publishes count up from the next one. Not 0: a model
