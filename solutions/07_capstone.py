@@ -438,8 +438,9 @@ capstone.check_cold_start(InferenceService)
 # trainer thread, waits up to half a second for it to return, then lets the call go on. That
 # answer must be of one version, and the next request must get version 2. A service that
 # writes the weights while a call reads them answers layers `[1, 1, 1, 1, 2, 2, 2, 2]` there,
-# every run. Then it holds the model's `set_weights` as an update starts writing (your
-# trainer's call, or your batcher's if it applies updates itself) and sends a second update,
+# every run. Then it holds the first write of an update into the model's weights, by
+# `set_weights` or a weight's `assign` (your trainer's, or your batcher's if it applies
+# updates itself), before anything is written, and sends a second update,
 # version 3: once both have returned, the next request must get version 3. Weights kept aside
 # and cleared after they were applied lose the update that came in between.
 

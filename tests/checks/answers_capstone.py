@@ -434,15 +434,30 @@ class PendingUpdateLostService(ConditionBatchService):
         return batch
 
 
+class PendingUpdateLostAssignService(PendingUpdateLostService):
+    """``PendingUpdateLostService`` that writes each weight with ``assign`` instead of calling
+    ``set_weights``: the same lost update."""
+
+    def _take(self):
+        batch = ConditionBatchService._take(self)
+        weights = self._waiting_weights
+        if weights is not None:
+            with self._model_lock:
+                for variable, value in zip(self._model.weights, weights, strict=True):
+                    variable.assign(value)
+            self._waiting_weights = None
+        return batch
+
+
 class FeignedHoldService(PendingUpdateLostService):
     """``PendingUpdateLostService`` that attacks the grader's mid-set step: a thread of its own
-    keeps calling the hooks it finds in the model's classes (the ``set_weights`` gate's among
-    them), so that the grader sees a call held and sends its second update while nothing is
-    being written."""
+    keeps calling the hooks it finds behind the model's weights (the write gate's among them),
+    so that the grader sees a write held and sends its second update while nothing is being
+    written."""
 
     def __init__(self, model, example):
         super().__init__(model, example)
-        cells = type(model).set_weights.__closure__ or ()
+        cells = type(model.weights[0].assign).__call__.__closure__ or ()
         self.hooks = hooks = [cell.cell_contents for cell in cells if callable(cell.cell_contents)
                               and not isinstance(cell.cell_contents, type)]
         self._feigning = True
@@ -741,6 +756,7 @@ class BatchesEveryTakeService(ConditionBatchService):
 BatchesEveryTakeService.decided_by_construction = True  # a lone malformed request, any run
 UnlockedSwapService.decided_by_construction = True  # torn by the update held mid-call
 PendingUpdateLostService.decided_by_construction = True  # held while it applies an update
+PendingUpdateLostAssignService.decided_by_construction = True  # the same, held at assign
 LockPerCallService.decided_by_construction = True  # one model call per request, every run
 ReusedBufferSwapService.decided_by_construction = True  # the same
 ReshapingService.decided_by_construction = True  # the reshape answers it on any schedule
@@ -748,7 +764,8 @@ ReshapingService.decided_by_construction = True  # the reshape answers it on any
 
 WRONG_COLD = [LockFreeColdService, TwoBatchersNoWarmupService, RetryWhenReadColdService]
 WRONG_UPDATES = [UnlockedSwapService, IdleUpdateService, ReusedBufferSwapService,
-                 SetWeightsUnbuiltService, PendingUpdateLostService]
+                 SetWeightsUnbuiltService, PendingUpdateLostService,
+                 PendingUpdateLostAssignService]
 WRONG_ACCOUNTING = [DropsPartialBatchService, WindowDropsPartialService, LeakyCloseService,
                     DeadlockCloseService, WholeBatchFailsService, UncountedStatsService,
                     GraderNamedLeakService, DeadLookingLeakService, CloseWithoutJoinService,

@@ -281,19 +281,22 @@ def test_an_update_while_a_call_is_held_halfway_tears_an_unlocked_swap_every_tim
         capstone.run_update_mid_call(answer)
 
 
-@pytest.mark.parametrize("answer", [answers.PendingUpdateLostService, answers.IdleUpdateService,
+@pytest.mark.parametrize("answer", [answers.PendingUpdateLostService,
+                                    answers.PendingUpdateLostAssignService,
+                                    answers.IdleUpdateService,
                                     answers.UnlockedSwapService, *CORRECT,
                                     answers.FutureBatchService, answers.SpareModelSwapService],
                          ids=_id)
 def test_an_update_that_comes_while_another_is_written_is_never_lost(answer):
-    """The weight-update check's mid-set step holds the first ``set_weights`` of an update
-    (the trainer's own, or the batcher's that applies an update kept aside) before it writes
-    anything, while a second update comes: a service that reads the waiting weights and
-    clears them in two steps (``PendingUpdateLostService``, 14/14 before: real threads
-    practically never hit the window) loses the second update every time; correct services
+    """The weight-update check's mid-set step holds the first write of an update's weights
+    (the trainer's own, or the batcher's that applies an update kept aside; ``set_weights``
+    or a weight's ``assign``) before it writes anything, while a second update comes: a
+    service that reads the waiting weights and clears them in two steps
+    (``PendingUpdateLostService``, 14/14 before: real threads practically never hit the
+    window) loses the second update every time, however it writes them; correct services
     serve it."""
-    wrong = answer in (answers.PendingUpdateLostService, answers.IdleUpdateService,
-                       answers.UnlockedSwapService)
+    wrong = answer in (answers.PendingUpdateLostService, answers.PendingUpdateLostAssignService,
+                       answers.IdleUpdateService, answers.UnlockedSwapService)
     for _ in range(10 if wrong else CORRECT_RUNS):
         if wrong:
             with pytest.raises(AssertionError, match="expected version 3, the last update"):
@@ -302,11 +305,11 @@ def test_an_update_that_comes_while_another_is_written_is_never_lost(answer):
         assert capstone.run_update_mid_set(answer)["held"] is True
 
 
-def test_a_service_that_calls_the_set_weights_gate_itself_still_loses_the_update():
-    """An attack through the model the service is handed: its classes lead to the grader's
-    ``set_weights`` hook, which a thread of the service calls over and over to feign a held
-    write. The hook holds only calls from the model's own ``set_weights``, so the real write is
-    held and the lost update is found, every run."""
+def test_a_service_that_calls_the_write_gate_itself_still_loses_the_update():
+    """An attack through the model the service is handed: its weights lead to the grader's
+    write hook, which a thread of the service calls over and over to feign a held write. The
+    hook holds only calls from the weights' own gated ``assign``, so the real write is held
+    and the lost update is found, every run."""
     from autograder.checks.capstone import midcall
 
     model = midcall._GatedPool().model

@@ -14,7 +14,7 @@ model that call is reading answers with its first half at the old version and it
 half at the new one, every run; a service that waits for the call, or writes other weights
 and swaps them in between calls, answers one version.
 
-The same model's ``set_weights`` can hold an update before it writes anything
+The same model can hold an update as it is about to write a weight, before it writes anything
 (:func:`run_update_mid_set`): a second update then comes while the first is being applied,
 and must not be lost.
 """
@@ -56,7 +56,8 @@ def _held_only_from(gate: CallGate, caller_ok: Callable[[types.CodeType], bool]
 def _gated_versioned_model(gate: CallGate, set_gate: CallGate) -> Any:
     """:func:`~autograder.checks.variables.versioned_model`'s layers, each reading its weights
     after its input is computed, with ``gate`` run between the two halves, and ``set_gate``
-    run when ``set_weights`` is called, before it writes anything.
+    run by every write of a weight (``assign``: ``set_weights`` on the model or a layer writes
+    through it too), before it writes.
 
     The classes are made here, so a clone of the model (``keras.models.clone_model``) runs
     the same gates; each holds only the model's own calls (:func:`_held_only_from`).
@@ -64,17 +65,27 @@ def _gated_versioned_model(gate: CallGate, set_gate: CallGate) -> Any:
     import keras
     import tensorflow as tf
 
-    class GatedModel(keras.Model):
-        def set_weights(self, weights: Any) -> None:
+    class GatedWrite:
+        """A weight's ``assign``, which passes ``set_gate`` before it writes."""
+
+        def __init__(self, assign: Callable[..., Any]) -> None:
+            self._assign = assign
+
+        def __call__(self, value: Any) -> Any:
             before_writing()
-            super().set_weights(weights)
+            return self._assign(value)
 
     before_writing = _held_only_from(set_gate,
-                                     lambda code: code is GatedModel.set_weights.__code__)
+                                     lambda code: code is GatedWrite.__call__.__code__)
     tensorflow = os.path.join(os.path.dirname(tf.__file__), "")
     in_the_model = _held_only_from(gate, lambda code: code.co_filename.startswith(tensorflow))
 
     class InOrderDense(keras.layers.Dense):
+        def build(self, input_shape: Any) -> None:
+            super().build(input_shape)
+            for weight in self.weights:
+                weight.assign = GatedWrite(weight.assign)
+
         def call(self, x: Any) -> Any:
             with tf.control_dependencies([x]):
                 return super().call(x)
@@ -95,7 +106,7 @@ def _gated_versioned_model(gate: CallGate, set_gate: CallGate) -> Any:
         hidden = InOrderDense(layers, name=f"layer_{index}")(hidden)
         if index == layers // 2 - 1:
             hidden = Gate(name="gate")(hidden)
-    return GatedModel(inputs, hidden, name="versioned_gated")
+    return keras.Model(inputs, hidden, name="versioned_gated")
 
 
 class _GatedPool:
@@ -219,19 +230,19 @@ def run_update_mid_set(service_class: Callable[..., Any]) -> dict[str, Any]:
     """A second update while the first is being written into the model: the last one wins.
 
     A new service on the gated versioned model at version :data:`FIRST_VERSION`; a trainer
-    calls ``update_weights`` with version ``FIRST_VERSION + 1``. The model's ``set_weights``
-    holds the first call that reaches it, before it writes anything: the trainer's own, or,
-    for a service that keeps an update aside, the service thread's that applies it (a
-    request is sent to make it). While it is held, a second trainer calls ``update_weights``
-    with version ``FIRST_VERSION + 2``; the grader waits up to :data:`MID_CALL_WAIT_S` for it
-    to return, then lets the first write go on. Once both returned, a request must get the
-    last version. A service that reads an update aside and clears it in two steps (an update
-    that arrives in between is lost) fails every run. A service that writes its weights some
-    other way than ``set_weights`` on the model (or a clone) is not held, and this step
-    decides nothing for it (``held`` is False).
+    calls ``update_weights`` with version ``FIRST_VERSION + 1``. The model holds the first
+    write of a weight that reaches it (``set_weights`` or a weight's ``assign``), before it
+    writes anything: the trainer's own, or, for a service that keeps an update aside, the
+    service thread's that applies it (a request is sent to make it). While it is held, a
+    second trainer calls ``update_weights`` with version ``FIRST_VERSION + 2``; the grader
+    waits up to :data:`MID_CALL_WAIT_S` for it to return, then lets the first write go on.
+    Once both returned, a request must get the last version. A service that reads an update
+    aside and clears it in two steps (an update that arrives in between is lost) fails every
+    run. A service that writes no weight of the model (or of a clone) through Keras is not
+    held, and this step decides nothing for it (``held`` is False).
 
     Returns:
-        For the judge: whether a ``set_weights`` call was held (``held``), and the answer of
+        For the judge: whether a weight's write was held (``held``), and the answer of
         the request sent after both updates returned (``after``).
 
     Raises:
@@ -278,9 +289,9 @@ def run_update_mid_set(service_class: Callable[..., Any]) -> dict[str, Any]:
                               lambda: _answer(service.predict(pool.example)))
         got = variables.read_versions(after)
         if got.min() != got.max() or int(got[0]) != second:
-            how = (f"a trainer's update_weights() of version {first} was held inside "
-                   f"set_weights, before it wrote anything, while a second trainer called "
-                   f"update_weights() of version {second}" if held else
+            how = (f"a trainer's update_weights() of version {first} was held as it was "
+                   f"about to write the model's weights, before it wrote anything, while a "
+                   f"second trainer called update_weights() of version {second}" if held else
                    f"update_weights() of version {first}, then of version {second}, returned")
             raise AssertionError(
                 f"{how}; once both had returned, the next request got an answer of versions "
