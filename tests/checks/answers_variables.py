@@ -422,6 +422,35 @@ ReadersWriterPublisher = demo_answer("demo/correct/03_variables.py", "ex_variabl
                                      setup={"threading": threading})
 
 
+class FirstReaderLocksPublisher:
+    """Correct: the textbook readers-writer lock. The first reader in takes the writer's lock
+    and the last reader out releases it, often on another thread (a ``Lock`` allows that); a
+    second lock guards the count of readers."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.count_lock = threading.Lock()
+        self.write_lock = threading.Lock()
+        self.readers = 0
+
+    def publish(self, weights: list[Any]) -> None:
+        with self.write_lock:
+            self.model.set_weights(weights)
+
+    def predict(self, x: Any) -> Any:
+        with self.count_lock:
+            self.readers += 1
+            if self.readers == 1:
+                self.write_lock.acquire()
+        try:
+            return self.model.predict_on_batch(x)
+        finally:
+            with self.count_lock:
+                self.readers -= 1
+                if self.readers == 0:
+                    self.write_lock.release()
+
+
 class UnlockedLeaveReadersWriterPublisher(ReadersWriterPublisher):
     """The demo's readers-writer lock, except that a reader counts itself out without the
     lock (it takes the lock only to wake the writer): two readers leaving at once lose a

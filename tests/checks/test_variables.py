@@ -119,6 +119,14 @@ def test_publisher_that_builds_models_passes_every_run(answer: Any) -> None:
     passes_every_run(variables.check_publisher, "WeightPublisher", answer, SLOW_RUNS)
 
 
+def test_readers_writer_lock_released_by_the_last_reader_on_another_thread_passes() -> None:
+    """The textbook readers-writer lock releases the writer's lock on whichever reader thread
+    leaves last; both explore runs (one reader, then two) allow it, as ``threading.Lock``
+    does."""
+    passes_every_run(variables.check_publisher, "WeightPublisher",
+                     answers.FirstReaderLocksPublisher, 3)
+
+
 @pytest.mark.parametrize("answer", answers.SLOW_CORRECT_COUNTERS, ids=lambda a: a.__name__)
 def test_slower_correct_counter_passes_every_run(answer: Any) -> None:
     passes_every_run(variables.check_step_counter, "StepCounter", answer, SLOW_RUNS)
