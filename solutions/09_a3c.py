@@ -719,7 +719,9 @@ a3c.check_budget(StepBudget)
 # the forward pass is enough; a readers-writer lock or a snapshot are others. The grader's
 # network answers a state of ones with `144 k^2 + k` when every weight is `k`: it checks each
 # act's outputs against the version it reports, with real threads and with the controlled
-# scheduler.
+# scheduler: once with one actor acting during a learn, and once with two actors acting at
+# the same time between two learns, so that state the actors share (a cached copy of the
+# weights, a count of readers) is checked too.
 
 # %% nbgrader={"grade": false, "grade_id": "ex_a3c_versioned", "locked": false, "schema_version": 3, "solution": true, "task": false}
 class VersionedNetwork:

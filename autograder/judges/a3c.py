@@ -49,6 +49,8 @@ VERSIONED_ACTORS = 2
 VERSIONED_EXPLORE_LEARNS = 1
 VERSIONED_SCHEDULES = 300
 VERSIONED_SAMPLES = 20
+#: explore's second run: actors acting once each between two learns.
+VERSIONED_EXPLORE_ACTORS = 2
 
 _NONE = type(None)
 
@@ -199,10 +201,12 @@ def _act(version: object, outputs: list, what: str) -> int:
     return version
 
 
-def _versioned_run(run: dict, what: str, learns: int, *, acts: int | None = None) -> None:
+def _versioned_run(run: dict, what: str, learns: int, *, acts: int | None = None,
+                   actors: int | None = None, acts_last: bool = True) -> None:
     """One stress trial or explored schedule: learn() returned 1 .. learns, and every actor's
-    acts were of the version they report, never older than a learn that had returned before
-    them, never going backwards, the last the last version."""
+    acts (``acts`` each, ``actors`` actors) were of the version they report, never older than
+    a learn that had returned before them, never going backwards, (``acts_last``) the last the
+    last version."""
     learned: dict[int, float | None] = {}
     for entry in items(run, "learned", list, at_least=learns, at_most=learns):
         version, at = entry if len(entry) == 2 else (None, None)
@@ -211,7 +215,8 @@ def _versioned_run(run: dict, what: str, learns: int, *, acts: int | None = None
         learned[version] = at
     expect(list(learned) == list(range(1, learns + 1)),
            f"{what} learn() returned {list(learned)}, not 1 .. {learns} in order")
-    actors = VERSIONED_ACTORS if acts is None else 1
+    if actors is None:
+        actors = VERSIONED_ACTORS if acts is None else 1
     by_actor: dict[int, list] = {actor: [] for actor in range(actors)}
     for entry in items(run, "acts", list, at_least=actors, at_most=10_000):
         if len(entry) != 5 + OUTPUTS or type(entry[0]) is not int or type(entry[1]) is not int \
@@ -227,13 +232,14 @@ def _versioned_run(run: dict, what: str, learns: int, *, acts: int | None = None
             expect(made == acts, f"{what} actor {actor} acted {made} times, not {acts}")
         reads = [(_act(version, outputs, f"{what} actor {actor}"), latest)
                  for _, _, _, latest, version, *outputs in runs]
-        fresh_versions(reads, learned, first=0, last=learns, who=f"{what} actor {actor}")
+        fresh_versions(reads, learned, first=0, last=learns if acts_last else reads[-1][0],
+                       who=f"{what} actor {actor}")
 
 
 def check_versioned(seen: dict) -> None:
     """On one thread versions 0 and 1 with their outputs and learn() 1; in every stress trial
-    and explored schedule, every act of the version it reports, never stale, never going
-    backwards, the last the last."""
+    and explored schedule (one actor, then two between two learns), every act of the version
+    it reports, never stale, never going backwards, the last the last (one actor)."""
     one_thread = field(seen, "one_thread", dict)
     acts = items(one_thread, "acts", list, at_least=2, at_most=2)
     for want, (when, act) in enumerate(zip(("before any learn", "after one learn"), acts,
@@ -246,3 +252,8 @@ def check_versioned(seen: dict) -> None:
         _versioned_run(trial, f"in trial {number}", VERSIONED_LEARNS)
     for number, run in enumerate(explored(seen, VERSIONED_SCHEDULES, VERSIONED_SAMPLES), 1):
         _versioned_run(run, f"in schedule {number}", VERSIONED_EXPLORE_LEARNS, acts=2)
+    for number, run in enumerate(explored(field(seen, "actors", dict), VERSIONED_SCHEDULES,
+                                          VERSIONED_SAMPLES), 1):
+        _versioned_run(run, f"in schedule {number} with {VERSIONED_EXPLORE_ACTORS} actors",
+                       VERSIONED_EXPLORE_LEARNS + 1, acts=1, actors=VERSIONED_EXPLORE_ACTORS,
+                       acts_last=False)

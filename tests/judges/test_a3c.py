@@ -112,6 +112,27 @@ def test_a_torn_act_or_a_stamp_read_apart_is_refused(observed):
         judge.check_versioned(seen)
 
 
+def test_two_actors_acting_on_a_stale_cache_or_a_cut_search_are_refused(observed):
+    seen = _seen(observed, "check_versioned")
+    act = seen["actors"]["schedules"][4]["acts"][1]
+    act[5:] = [expected_output(FIRST_WEIGHT + act[4] - 1)] * judge.OUTPUTS
+    with pytest.raises(Rejected, match="with 2 actors actor 1 got outputs"):
+        judge.check_versioned(seen)
+    seen = _seen(observed, "check_versioned")
+    seen["actors"]["schedules"][4]["acts"] = [
+        entry for entry in seen["actors"]["schedules"][4]["acts"] if entry[0] == 0]
+    with pytest.raises(Malformed, match="'acts' holds 1 entries, not 2"):
+        judge.check_versioned(seen)
+    seen = _seen(observed, "check_versioned")
+    seen["actors"]["schedules_run"] = 10
+    with pytest.raises(Rejected, match="not the graded"):
+        judge.check_versioned(seen)
+    seen = _seen(observed, "check_versioned")
+    del seen["actors"]
+    with pytest.raises(Malformed, match="actors"):
+        judge.check_versioned(seen)
+
+
 @pytest.mark.parametrize(("name", "key"), [
     ("check_shared_network", "trials"), ("check_shared_network", "trials_run"),
     ("check_learner", "trials"), ("check_learner", "one_thread"), ("check_budget", "schedules"),
@@ -138,7 +159,7 @@ def test_the_judges_constants_are_the_checks_settings():
                  "LEARNER_SAMPLES", "BUDGET_T_MAX", "BUDGET_LONG_T_MAX", "BUDGET_LONG_RETURNS",
                  "BUDGET_ACTORS", "BUDGET_SCHEDULES", "BUDGET_SAMPLES", "VERSIONED_TRIALS",
                  "VERSIONED_LEARNS", "VERSIONED_ACTORS", "VERSIONED_EXPLORE_LEARNS",
-                 "VERSIONED_SCHEDULES", "VERSIONED_SAMPLES"):
+                 "VERSIONED_SCHEDULES", "VERSIONED_SAMPLES", "VERSIONED_EXPLORE_ACTORS"):
         assert getattr(judge, name) == getattr(a3c.settings, name), name
     assert judge.OUTPUTS == a3c.settings.ACTIONS + 1
     assert judge.VARIABLES == len(VARIABLE_NAMES) == len(a3c.actor_critic().trainable_variables)

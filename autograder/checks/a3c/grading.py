@@ -12,7 +12,12 @@ from autograder.checks.a3c.budget import run_budget
 from autograder.checks.a3c.learner import learner_pool, run_learner, run_learner_explore
 from autograder.checks.a3c.model import flat_outputs, grid_gradients, grid_weights, version_of
 from autograder.checks.a3c.network import run_shared_network
-from autograder.checks.a3c.settings import BUDGET_LONG_RETURNS, BUDGET_LONG_T_MAX, TIMEOUT_S
+from autograder.checks.a3c.settings import (
+    BUDGET_LONG_RETURNS,
+    BUDGET_LONG_T_MAX,
+    TIMEOUT_S,
+    VERSIONED_EXPLORE_ACTORS,
+)
 from autograder.checks.a3c.versioned import (
     _ITERATIONS_HINT,
     FIRST_WEIGHT,
@@ -181,7 +186,9 @@ _VERSIONED_HINTS = {
     "race": "an act must never run the network while learn() is changing its weights, and "
             "the version it reports must be read together with the weights it used (under "
             "the same lock, or from one snapshot).",
-    "deadlock": "a thread waits for a lock nobody will release.",
+    "deadlock": "expected every thread to finish, but one waits for a lock nobody will "
+                "release, or for a state that never comes (a count of actors reading that two "
+                "actors changed at once outside the lock never gets back to zero).",
     "error": "a learn() or act() raised while the other threads were running.",
 }
 
@@ -234,5 +241,12 @@ def check_versioned(network_class: Callable[[Any, Any], Any], **kwargs: Any) -> 
     require(explored, exercise="VersionedNetwork", hints=_VERSIONED_HINTS,
             again=call_text("a3c.run_versioned_explore", "VersionedNetwork",
                             **explore_kwargs))
+    shared: list = []
+    actors = run_versioned_explore(network_class, observed=shared,
+                                   actors=VERSIONED_EXPLORE_ACTORS, **explore_kwargs)
+    require(actors, exercise="VersionedNetwork", hints=_VERSIONED_HINTS,
+            again=call_text("a3c.run_versioned_explore", "VersionedNetwork",
+                            actors=VERSIONED_EXPLORE_ACTORS, **explore_kwargs))
     report({"one_thread": one_thread, "trials": trials, "trials_run": stressed.schedules_run,
-            **explored_report(explored, schedules)})
+            **explored_report(explored, schedules),
+            "actors": explored_report(actors, shared)})

@@ -42,6 +42,7 @@ from autograder.checks.a3c.settings import (
 )
 from autograder.checks.cache import memo
 from autograder.checks.kit import describe_error, within
+from autograder.checks.timeouts import CUT_GLUE, cut_timeouts
 from autograder.harness import Result, explore, stress
 
 #: The network's variables, as messages name them (``trainable_variables`` order).
@@ -285,8 +286,10 @@ def run_learner_explore(learner_class: Callable[[Any, Any], Any], *, seed: int =
     races in the answer's own Python (a lock made on first use by two threads at once, a
     learner thread started on the first push by two pushes). Every schedule with at most
     :data:`LEARNER_DEVIATIONS` departures from round-robin order runs, then
-    :data:`LEARNER_SAMPLES` samples. When ``observed`` is given, each schedule that passes
-    appends what :func:`run_learner` appends for a trial.
+    :data:`LEARNER_SAMPLES` samples. The answer's own timeouts are cut to a millisecond
+    meanwhile (:func:`~autograder.checks.timeouts.cut_timeouts`: a learner that polls its queue
+    would otherwise sleep out every poll). When ``observed`` is given, each schedule that
+    passes appends what :func:`run_learner` appends for a trial.
     """
     pool = learner_pool()
     plans = itertools.count()
@@ -324,10 +327,12 @@ def run_learner_explore(learner_class: Callable[[Any, Any], Any], *, seed: int =
     pool.clock[0] = itertools.count().__next__
     optimizer.apply_gradients = pool.noted(type(optimizer).apply_gradients.__get__(optimizer))
     try:
-        return explore(setup, [first, second],
-                       functools.partial(_check, observed=observed, closed=True), seed=seed,
-                       max_schedules=schedules, timeout_s=TIMEOUT_S, samples=LEARNER_SAMPLES,
-                       deviations=LEARNER_DEVIATIONS, glue=(first, second))
+        with cut_timeouts(learner_class):
+            return explore(setup, [first, second],
+                           functools.partial(_check, observed=observed, closed=True),
+                           seed=seed, max_schedules=schedules, timeout_s=TIMEOUT_S,
+                           samples=LEARNER_SAMPLES, deviations=LEARNER_DEVIATIONS,
+                           glue=(first, second, *CUT_GLUE))
     finally:
         del optimizer.apply_gradients
         pool.clock[0] = time.perf_counter

@@ -54,3 +54,7 @@ VERSIONED_EXPLORE_LEARNS = 1
 VERSIONED_SCHEDULES = 300
 VERSIONED_SAMPLES = 20
 VERSIONED_DEVIATIONS = 2
+#: The second explore run of VersionedNetwork: a learn, then VERSIONED_EXPLORE_ACTORS actors
+#: act once each at the same time, then a learn (a cache refreshed by whichever actor comes
+#: first: found in schedule 13; a count of readers changed outside its lock: 162).
+VERSIONED_EXPLORE_ACTORS = 2

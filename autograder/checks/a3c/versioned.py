@@ -98,12 +98,16 @@ def version_pool() -> VersionPool:
 
 @dataclass
 class VersionedTrial:
-    """One run: the answer, each actor's acts ``(start, outputs, version)``, the learns."""
+    """One run: the answer, each actor's acts ``(start, outputs, version)``, the learns; under
+    ``explore``, the events that order them (``done``: the learner is done; with several
+    actors, ``learned_once``: the first learn returned, ``acted``: every actor acted once)."""
 
     network: Any
     acts: list[list[tuple[float, Any, Any]]]
     learned: list[tuple[Any, float]] = field(default_factory=list)
     done: Any = None
+    learned_once: Any = None
+    acted: Any = None
     clock: Callable[[], float] = time.perf_counter
 
 
@@ -144,8 +148,10 @@ _ITERATIONS_HINT = (f" (optimizer.iterations counts every update the optimizer e
                     "network's learns yourself, from version 0 when it is made)")
 
 
-def _versioned_check(learns: int, observed: list | None = None
+def _versioned_check(learns: int, observed: list | None = None, *, acts_last: bool = True
                      ) -> Callable[[VersionedTrial], None]:
+    """The check of a run (``acts_last``: each actor's last act comes after the last learn
+    and must get its version)."""
     def check(trial: VersionedTrial) -> None:
         learned = [(_version(v, "learn()"), at) for v, at in trial.learned]
         seen_acts: list[list[tuple[float, int, list[float]]]] = []
@@ -196,7 +202,7 @@ def _versioned_check(learns: int, observed: list | None = None
                         "later act must use that version or a newer one")
                 last = version
                 seen_acts[-1].append((float(start), version, [float(v) for v in values]))
-            if last != learns:
+            if acts_last and last != learns:
                 raise AssertionError(f"actor {index}'s last act, made after the learner was "
                                      f"done, got version {last}; expected {learns}")
         if observed is not None:
@@ -261,41 +267,63 @@ def run_versioned_stress(network_class: Callable[[Any, Any], Any], *,
 
 def run_versioned_explore(network_class: Callable[[Any, Any], Any], *, seed: int = SEED,
                           schedules: int = VERSIONED_SCHEDULES,
-                          observed: list | None = None) -> Result:
-    """One learn while an actor acts during and after it, under ``explore`` (see above).
+                          observed: list | None = None, actors: int = 1) -> Result:
+    """Learns while actors act, under ``explore`` (see above).
 
     Keras calls run whole here, so this finds races in the answer's own Python: a version
-    counted apart from the weights, a stamp read outside the lock. The workers are glue (no
-    decision points of their own), so the search bound is spent on the answer's code. When
-    ``observed`` is given, each schedule that passes appends what it saw, as
-    :func:`run_versioned_stress` does (a learn's time is None here: acts start at 0).
+    counted apart from the weights, a stamp read outside the lock. With one actor (the
+    default): one learn while the actor acts during and after it. With more: a learn, then
+    every actor acts once at the same time, then a second learn.
+    Bookkeeping the actors share (a cache of the weights refreshed by whichever actor comes
+    first, a count of readers changed outside its lock) must neither hand an actor weights of
+    another version than it reports nor keep the second learn waiting for ever (reported as a
+    deadlock). The workers are glue (no decision points of their own), so the search bound is
+    spent on the answer's code. When ``observed`` is given, each schedule that passes appends
+    what it saw, as :func:`run_versioned_stress` does (a learn's time is None here: acts start
+    at 0).
     """
     import threading
 
     pool = version_pool()
-    learns = VERSIONED_EXPLORE_LEARNS
+    alone = actors == 1
+    learns = VERSIONED_EXPLORE_LEARNS if alone else VERSIONED_EXPLORE_LEARNS + 1
 
     def setup() -> VersionedTrial:
         model, optimizer = pool.fresh()
-        trial = VersionedTrial(network_class(model, optimizer), [[]],
+        trial = VersionedTrial(network_class(model, optimizer), [[] for _ in range(actors)],
                                clock=itertools.count().__next__)
         trial.done = threading.Event()
+        trial.learned_once = threading.Event()
+        trial.acted = threading.Event()
         return trial
 
     def learner(trial: VersionedTrial) -> None:
         learn = trial.network.learn
         try:
-            for _ in range(learns):
+            for number in range(learns):
+                if not alone and number:
+                    trial.acted.wait()
                 trial.learned.append((learn(pool.step), float("inf")))
+                trial.learned_once.set()
         finally:
+            trial.learned_once.set()
             trial.done.set()
 
-    def actor(trial: VersionedTrial) -> None:
-        act, mine = trial.network.act, trial.acts[0]
-        mine.append((0.0, act(pool.probe), None))
-        trial.done.wait()
-        mine.append((0.0, act(pool.probe), None))
+    def actor_for(index: int) -> Callable[[VersionedTrial], None]:
+        def actor(trial: VersionedTrial) -> None:
+            act, mine = trial.network.act, trial.acts[index]
+            if not alone:
+                trial.learned_once.wait()
+            mine.append((0.0, act(pool.probe), None))
+            if alone:
+                trial.done.wait()
+                mine.append((0.0, act(pool.probe), None))
+            elif sum(map(len, trial.acts)) == actors:
+                trial.acted.set()
+        return actor
 
-    return explore(setup, [actor, learner], _versioned_check(learns, observed), seed=seed,
+    workers = [actor_for(index) for index in range(actors)]
+    return explore(setup, [*workers, learner],
+                   _versioned_check(learns, observed, acts_last=alone), seed=seed,
                    max_schedules=schedules, timeout_s=TIMEOUT_S, samples=VERSIONED_SAMPLES,
-                   deviations=VERSIONED_DEVIATIONS, glue=(actor, learner))
+                   deviations=VERSIONED_DEVIATIONS, glue=(*workers, learner))

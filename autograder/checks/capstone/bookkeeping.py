@@ -26,9 +26,9 @@ Under the scheduler a timed wait runs out only when no other thread can move, an
 out its timeout for real. So while a service is explored, the ``threading``, ``queue`` and
 ``time`` names its own code reads (the modules, or ``Event``, ``Condition``, ``Thread``,
 ``Queue``... imported from them) stand for the same with every timeout cut to a millisecond
-(:func:`_cut_timeouts`): the same schedules and verdicts, without a service that polls its
-queue every half second sleeping out every poll of every schedule (it ran out of the search's
-time). They are put back when the exploration ends.
+(:func:`~autograder.checks.timeouts.cut_timeouts`): the same schedules and verdicts, without
+a service that polls its queue every half second sleeping out every poll of every schedule (it
+ran out of the search's time). They are put back when the exploration ends.
 
 A service that uses what the stub does not model (Keras layers, a ``tf.function`` around the
 model...) or does not work once, on one thread, on it is not explored: the real-thread parts
@@ -37,19 +37,15 @@ graded it.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import queue
 import threading
-import time
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from autograder.checks.cache import GRADER_DIR
 from autograder.checks.capstone.settings import (
     EXPLORE_PROBE_S,
     EXPLORE_SAMPLES,
@@ -59,7 +55,8 @@ from autograder.checks.capstone.settings import (
 )
 from autograder.checks.kit import bounded, explored_report
 from autograder.checks.plain import NotPlainData, plain_array
-from autograder.harness import Result, codemap, explore
+from autograder.checks.timeouts import CUT_GLUE, cut_timeouts
+from autograder.harness import Result, explore
 
 #: The stub model's weights (a 2 x 4 kernel and 4 biases): request ``i``'s row is
 #: ``(i + 1, 0)`` (:func:`stub_row`), its answer :func:`stub_answer` ``(i)``, only its own.
@@ -261,129 +258,6 @@ def _check_closing(run: _ServiceRun, schedules: list | None = None) -> None:
                           "answer": answer, "closed": run.closed})
 
 
-# --------------------------------------------------------------------------- timeouts cut
-
-
-#: What every timeout of the service's own waits is cut to while it is explored.
-_CUT_S = 0.001
-
-
-def _cut(timeout: float | None) -> float | None:
-    """``timeout`` cut to :data:`_CUT_S` (None: no timeout)."""
-    return None if timeout is None else min(timeout, _CUT_S)
-
-
-def _cut_sleep(seconds: float) -> None:
-    """``time.sleep``, cut as the timeouts are."""
-    time.sleep(min(seconds, _CUT_S))
-
-
-class _Event(threading.Event):
-    """``threading.Event``, its ``wait`` timeout cut."""
-
-    def wait(self, timeout: float | None = None) -> bool:
-        return threading.Event.wait(self, _cut(timeout))
-
-
-class _Condition(threading.Condition):
-    """``threading.Condition``, its ``wait`` and ``wait_for`` timeouts cut."""
-
-    def wait(self, timeout: float | None = None) -> bool:
-        return threading.Condition.wait(self, _cut(timeout))
-
-    def wait_for(self, predicate: Callable[[], Any], timeout: float | None = None) -> Any:
-        """As ``Condition.wait_for``: a wait that ran out (no other thread could move, so none
-        could make ``predicate`` true) ends it."""
-        result = predicate()
-        while not result:
-            if not self.wait(timeout) and timeout is not None:
-                return predicate()
-            result = predicate()
-        return result
-
-
-class _Thread(threading.Thread):
-    """``threading.Thread``, its ``join`` timeout cut."""
-
-    def join(self, timeout: float | None = None) -> None:
-        threading.Thread.join(self, _cut(timeout))
-
-
-def _cut_queue(base: type) -> type:
-    """``base`` (a ``queue`` class) whose ``get`` and ``put`` timeouts are cut."""
-    def get(self: Any, block: bool = True, timeout: float | None = None) -> Any:
-        return base.get(self, block, _cut(timeout))
-
-    def put(self: Any, item: Any, block: bool = True, timeout: float | None = None) -> None:
-        base.put(self, item, block, _cut(timeout))
-
-    return type(base.__name__, (base,), {"get": get, "put": put, "__module__": __name__})
-
-
-_QUEUES = {cls: _cut_queue(cls) for cls in (queue.Queue, queue.LifoQueue, queue.PriorityQueue)}
-#: The stand-ins of the objects a service's code may read, by the real object's ``id`` (no
-#: hash or comparison of the service's own values runs).
-_STAND_INS: dict[int, Any] = {
-    id(real): stand_in for real, stand_in in (
-        (threading.Event, _Event), (threading.Condition, _Condition),
-        (threading.Thread, _Thread), *_QUEUES.items(), (time.sleep, _cut_sleep))}
-
-
-class _CutModule(types.ModuleType):
-    """A module (``threading``, ``queue``, ``time``) as an explored service reads it: its
-    stand-ins (:data:`_STAND_INS`) for the objects that have one, itself for the rest."""
-
-    def __init__(self, module: types.ModuleType) -> None:
-        super().__init__(module.__name__)
-        self.__dict__["_module"] = module
-
-    def __getattr__(self, name: str) -> Any:
-        value = getattr(self.__dict__["_module"], name)
-        return _STAND_INS.get(id(value), value)
-
-
-_STAND_INS.update({id(module): _CutModule(module) for module in (threading, queue, time)})
-
-
-def _own_namespaces(service_class: type) -> list[dict[str, Any]]:
-    """The global namespaces of the service's own code: of its classes' functions written
-    outside the libraries and the grader (the notebook's, or a test's module)."""
-    spaces: dict[int, dict[str, Any]] = {}
-    for cls in getattr(service_class, "__mro__", ()):
-        for value in vars(cls).values():
-            if isinstance(value, (staticmethod, classmethod)):
-                value = value.__func__
-            functions = ([value.fget, value.fset, value.fdel] if isinstance(value, property)
-                         else [value])
-            for function in functions:
-                if not isinstance(function, types.FunctionType):
-                    continue
-                filename = function.__code__.co_filename
-                if (codemap.kind_of_file(filename) == codemap.USER
-                        and not filename.startswith(GRADER_DIR)):
-                    spaces.setdefault(id(function.__globals__), function.__globals__)
-    return list(spaces.values())
-
-
-@contextlib.contextmanager
-def _cut_timeouts(service_class: type) -> Iterator[None]:
-    """While inside: the service's own code reads the stand-ins for ``threading``, ``queue``
-    and ``time`` and for the names imported from them (put back on the way out)."""
-    swapped: list[tuple[dict[str, Any], str, Any, Any]] = []
-    try:
-        for space in _own_namespaces(service_class):
-            for name, value in list(space.items()):
-                stand_in = _STAND_INS.get(id(value))
-                if stand_in is not None:
-                    space[name] = stand_in
-                    swapped.append((space, name, value, stand_in))
-        yield
-    finally:
-        for space, name, value, stand_in in reversed(swapped):
-            if space.get(name) is stand_in:
-                space[name] = value
-
-
 # --------------------------------------------------------------------------- the exploration
 
 
@@ -394,9 +268,8 @@ _SCENARIOS: tuple[tuple[str, bool, tuple[Callable[[Any], None], ...], Callable[.
     ("closing", False, (_asking_client, _closing_client), _check_closing),
 )
 _GLUE = (_make, _ask, _close, _first_client, _second_client, _asking_client, _closing_client,
-         stub_row, _cut, _cut_sleep, _CutModule.__getattr__,
-         *(f for cls in (StubModel, _Event, _Condition, _Thread, *_QUEUES.values())
-           for f in vars(cls).values() if isinstance(f, types.FunctionType)))
+         stub_row, *CUT_GLUE,
+         *(f for f in vars(StubModel).values() if isinstance(f, types.FunctionType)))
 """The check's own code, the stub model's and the stand-ins' (no decision points): the search
 spends its bound on the service's code."""
 
@@ -425,7 +298,7 @@ def explore_service(service_class: Callable[..., Any], *, seed: int = EXPLORE_SE
     result = None
     for name, hold, workers, check in _SCENARIOS:
         schedules: list = []
-        with _cut_timeouts(service_class):
+        with cut_timeouts(service_class):
             result = explore(lambda hold=hold: _ServiceRun(service_class, StubModel(hold=hold)),
                              workers, functools.partial(check, schedules=schedules),
                              seed=seed, max_schedules=max_schedules, samples=EXPLORE_SAMPLES,
