@@ -49,12 +49,17 @@ def _numbers(seen: dict, key: str, count: int) -> list:
 
 
 def check_metrics(seen: dict) -> None:
-    """One thread's snapshot counts one ok and one failed request; in every schedule every
+    """One thread's snapshot counts one ok and one failed request, and so does the next once
+    the caller changed the one it got; in every schedule every
     snapshot is consistent (ok + errors = requests, the latencies add up) and unchanged later,
     and the final snapshot counts all four requests."""
     one_thread = _numbers(seen, "one_thread", 4)
     expect(one_thread == ONE_THREAD_SNAPSHOT,
            f"on one thread the snapshot was {one_thread}, not {ONE_THREAD_SNAPSHOT}")
+    after = _numbers(seen, "after_a_change", 4)
+    expect(after == ONE_THREAD_SNAPSHOT,
+           f"on one thread, after the caller changed a returned snapshot, the next said "
+           f"{after}, not {ONE_THREAD_SNAPSHOT}")
     for number, run in enumerate(_explored(seen), 1):
         returned = items(run, "snapshots", list, at_least=SNAPSHOTS, at_most=SNAPSHOTS)
         later = items(run, "later", list, at_least=SNAPSHOTS, at_most=SNAPSHOTS)

@@ -189,6 +189,23 @@ class SemaphoreMetrics(NoLockMetrics):
             self._gate.release()
 
 
+class ReusedSnapshotMetrics(ImmutableSwapMetrics):
+    """Hands every caller the same dict until the next ``record()`` (red team round 7: 3/3):
+    a dashboard that changes its snapshot changes everyone's, and every later one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._last: tuple[tuple, dict] | None = None
+
+    def snapshot(self) -> dict[str, Any]:
+        state = self._state
+        if self._last is None or self._last[0] is not state:
+            self._last = (state, super().snapshot())
+        return self._last[1]
+
+
+ReusedSnapshotMetrics.decided_by_construction = True  # on one thread, before any schedule
+
 WRONG_METRICS = [
     NoLockMetrics,
     LockPerCallMetrics,
@@ -196,6 +213,7 @@ WRONG_METRICS = [
     ReaderOnlyLockMetrics,
     LockPerCounterMetrics,
     LiveDictMetrics,
+    ReusedSnapshotMetrics,
     CountLockedOnlyMetrics,
 ]
 CORRECT_METRICS = [ImmutableSwapMetrics, SemaphoreMetrics]
@@ -345,6 +363,16 @@ class StripedLocksCache:
             return self._values[key]
 
 
+class ThousandStripesCache(StripedLocksCache):
+    """The same with 1,000 stripes (red team round 7): the name the check picks for its other
+    key shares a stripe modulo 40 only, so they collided in about 1 run in 25 (it had 4/4);
+    the key the check passes now hashes as the slow one, whatever the stripe count."""
+
+    STRIPES = 1000
+
+
+ThousandStripesCache.decided_by_construction = True  # the keys' hashes are equal
+
 WRONG_CACHES = [
     NoLockCache,
     LockPerCallCache,
@@ -353,6 +381,7 @@ WRONG_CACHES = [
     RacyKeyLocksCache,
     GlobalLockCache,
     StripedLocksCache,
+    ThousandStripesCache,
 ]
 CORRECT_CACHES = [FutureCache, SetdefaultKeyLockCache]
 

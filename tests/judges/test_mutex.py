@@ -68,6 +68,10 @@ def test_a_lost_update_or_a_torn_snapshot_in_one_schedule_is_refused(observed):
         judge.check_metrics(_with_run(seen, 40, final=None))
     with pytest.raises(Malformed, match="'one_thread' is missing"):
         judge.check_metrics({k: v for k, v in seen.items() if k != "one_thread"})
+    with pytest.raises(Rejected, match="after the caller changed a returned snapshot"):
+        judge.check_metrics({**seen, "after_a_change": [-1, 1, 1, 4.0]})
+    with pytest.raises(Malformed, match="'after_a_change' is missing"):
+        judge.check_metrics({k: v for k, v in seen.items() if k != "after_a_change"})
 
 
 def test_a_key_computed_twice_in_one_schedule_is_refused(observed):

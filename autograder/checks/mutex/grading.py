@@ -37,27 +37,42 @@ def check_metrics(metrics_class: Callable[[], Any], **kwargs: Any) -> None:
     """Grade a metrics class (see :func:`run_metrics`); raise AssertionError when it fails."""
 
     seen: list[Any] = []
+    want = {"requests": 2, "ok": 1, "errors": 1, "latency_total": OK_LATENCY_S + ERROR_LATENCY_S}
 
     def once() -> None:
         metrics = metrics_class()
         metrics.record(OK_LATENCY_S, True)
         metrics.record(ERROR_LATENCY_S, False)
         seen.append(metrics.snapshot())
+        seen.append(metrics.snapshot())
+        first = plain(seen[0], "ServerMetrics: on one thread, snapshot()", dict)
+        if isinstance(first, dict):
+            first["requests"] = -1
+        seen.append(metrics.snapshot())
 
     smoke("ServerMetrics", once)
-    snap = _read(plain(seen[0], "ServerMetrics: on one thread, snapshot()", dict))
-    want = {"requests": 2, "ok": 1, "errors": 1, "latency_total": OK_LATENCY_S + ERROR_LATENCY_S}
+    snap = _read(plain(seen[1], "ServerMetrics: on one thread, snapshot()", dict))
     if snap != want:
         raise AssertionError(
             f"ServerMetrics: on one thread, record({OK_LATENCY_S:g}, True) then "
             f"record({ERROR_LATENCY_S:g}, False) then snapshot() said {_describe(snap)}; "
             f"expected {_describe(want)}")
+    after = _read(plain(seen[2], "ServerMetrics: on one thread, snapshot()", dict))
+    if seen[0] is seen[1] or after != want:
+        raise AssertionError(
+            "ServerMetrics: on one thread, two snapshot() calls in a row returned "
+            + ("the same dict object" if seen[0] is seen[1] else "two dicts")
+            + f", and once the caller set \"requests\" to -1 in the first, the next "
+            f"snapshot() said {_describe(after)}; expected a new dict from every call, "
+            f"{_describe(want)} (a caller that changes its snapshot must not change anyone "
+            "else's)")
     deadlock = "record() or snapshot() waits for a lock that is never released."
     runs: list = []
     result = run_metrics(metrics_class, observed=runs, **kwargs)
     require(result, exercise="ServerMetrics", hints={"deadlock": deadlock},
             again=call_text("mutex.run_metrics", "ServerMetrics", **kwargs))
-    report({"one_thread": _numbers(snap), **_explored(result, runs)})
+    report({"one_thread": _numbers(snap), "after_a_change": _numbers(after),
+            **_explored(result, runs)})
 
 
 def check_cache(cache_class: Callable[[Callable[[str], Any]], Any], **kwargs: Any) -> None:
