@@ -137,6 +137,7 @@ class LearnerTrial:
     gradients: list[list[list[np.ndarray]]]
     before: set[int] = field(default_factory=set)
     ready: Any = None
+    left_at_close: list[str] = field(default_factory=list)
     calls: list[tuple[int, float, float]] = field(default_factory=list)
 
 
@@ -164,7 +165,7 @@ def _check(trial: LearnerTrial, observed: list | None = None, *, closed: bool = 
     calls = list(trial.calls)
     overlap = _overlapping(calls)
     if closed:
-        finished, left = True, []
+        finished, left = True, trial.left_at_close
     else:
         close = getattr(trial.learner, "close", None)
         if not callable(close):
@@ -206,9 +207,10 @@ def _check(trial: LearnerTrial, observed: list | None = None, *, closed: bool = 
             "luck: each apply counts with iterations.assign_add(1), a read and a separate "
             "write on a keras.Variable, and two at once can lose a count")
     if left:
+        when = "when it returned" if closed else f"{THREAD_EXIT_S:g} s later"
         problems.append(f"close() returned, but {len(left)} thread(s) started by the "
-                        f"SharedLearner ({', '.join(left[:3])}) were still running "
-                        f"{THREAD_EXIT_S:g} s later; close() must stop and join them")
+                        f"SharedLearner ({', '.join(left[:3])}) were still running {when}; "
+                        "expected close() to stop and join them")
     if problems:
         raise AssertionError("; ".join(problems))
     if observed is not None:
@@ -218,6 +220,15 @@ def _check(trial: LearnerTrial, observed: list | None = None, *, closed: bool = 
                             for g, e in zip(got, expected, strict=True)],
             "applies": _applies_seen(calls), "closed": finished,
             "left": len(left)})
+
+
+def _running_now(before: set[int]) -> list[str]:
+    """Names of the threads started since ``before`` (idents) that are alive now (the
+    scheduler's own workers, raw threads, are not among them)."""
+    return [repr(t.name) for t in threading.enumerate()
+            if t.ident not in before and t.is_alive()
+            and not isinstance(t, threading._DummyThread)
+            and not t.name.startswith(("racelab-", "SharedLearner: close()"))]
 
 
 def _left_running(before: set[int]) -> list[str]:
@@ -281,15 +292,15 @@ def run_learner_explore(learner_class: Callable[[Any, Any], Any], *, seed: int =
 
     The first actor makes the ``SharedLearner`` (so a thread it starts is scheduled too) and
     pushes; the second pushes once it is made; the first calls ``close()`` once both pushes
-    returned. Keras calls run whole here, but the grader's ``apply_gradients`` and ``apply``
-    note when they start and end, so two applies at once show whatever Keras did: this finds
-    races in the answer's own Python (a lock made on first use by two threads at once, a
-    learner thread started on the first push by two pushes). Every schedule with at most
-    :data:`LEARNER_DEVIATIONS` departures from round-robin order runs, then
-    :data:`LEARNER_SAMPLES` samples. The answer's own timeouts are cut to a millisecond
-    meanwhile (:func:`~autograder.checks.timeouts.cut_timeouts`: a learner that polls its queue
-    would otherwise sleep out every poll). When ``observed`` is given, each schedule that
-    passes appends what :func:`run_learner` appends for a trial.
+    returned, and no thread the answer started may be running when it returns. Keras calls run
+    whole here, but the grader's ``apply_gradients`` and ``apply`` note when they start and end,
+    so two applies at once show whatever Keras did: this finds races in the answer's own Python
+    (a lock made on first use by two threads at once, a learner thread started on the first push
+    by two pushes). Every schedule with at most :data:`LEARNER_DEVIATIONS` departures from
+    round-robin order runs, then :data:`LEARNER_SAMPLES` samples. The answer's own timeouts are
+    cut to a millisecond meanwhile (:func:`~autograder.checks.timeouts.cut_timeouts`: a learner
+    that polls its queue would otherwise sleep out every poll). When ``observed`` is given, each
+    schedule that passes appends what :func:`run_learner` appends for a trial.
     """
     pool = learner_pool()
     plans = itertools.count()
@@ -302,6 +313,7 @@ def run_learner_explore(learner_class: Callable[[Any, Any], Any], *, seed: int =
         trial = LearnerTrial(None, model, optimizer, start, [[gradients[0]], [gradients[1]]],
                              calls=pool.calls)
         trial.ready = (threading.Event(), threading.Event())
+        trial.before = {t.ident for t in threading.enumerate() if t.ident is not None}
         return trial
 
     def first(trial: LearnerTrial) -> None:
@@ -313,6 +325,7 @@ def run_learner_explore(learner_class: Callable[[Any, Any], Any], *, seed: int =
         trial.learner.push(trial.gradients[0][0])
         pushed.wait()
         trial.learner.close()
+        trial.left_at_close = _running_now(trial.before)
 
     def second(trial: LearnerTrial) -> None:
         made, pushed = trial.ready
