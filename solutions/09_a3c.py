@@ -559,7 +559,9 @@ a3c.check_shared_network(make_shared_network)
 # bit: it compares yours with `w0 - lr * (sum of every gradient)` exactly, and
 # `optimizer.iterations` with the number of pushes. It runs real actor threads, then two
 # actors under the controlled scheduler, so a lock or a thread made on the first `push` (two
-# first pushes at once can each make one) fails too.
+# first pushes at once can each make one) fails too. There, a `join` with a timeout runs out
+# before the thread ends, as it can on a loaded machine: `close()` must wait for the thread
+# itself, not for a while.
 
 # %% nbgrader={"grade": false, "grade_id": "ex_a3c_learner", "locked": false, "schema_version": 3, "solution": true, "task": false}
 class SharedLearner:
