@@ -135,7 +135,7 @@ class LearnerTrial:
     optimizer: Any
     start: list[np.ndarray]
     gradients: list[list[list[np.ndarray]]]
-    before: set[int] = field(default_factory=set)
+    before: set[threading.Thread] = field(default_factory=set)
     ready: Any = None
     left_at_close: list[str] = field(default_factory=list)
     calls: list[tuple[int, float, float]] = field(default_factory=list)
@@ -222,18 +222,20 @@ def _check(trial: LearnerTrial, observed: list | None = None, *, closed: bool = 
             "left": len(left)})
 
 
-def _running_now(before: set[int]) -> list[str]:
-    """Names of the threads started since ``before`` (idents) that are alive now (the
-    scheduler's own workers, raw threads, are not among them)."""
+def _running_now(before: set[threading.Thread]) -> list[str]:
+    """Names of the threads started since ``before`` (the threads then, kept as objects: a new
+    thread may reuse the ident of one that ended since) that are alive now (the scheduler's
+    own workers, raw threads, are not among them)."""
     return [repr(t.name) for t in threading.enumerate()
-            if t.ident not in before and t.is_alive()
+            if t not in before and t.is_alive()
             and not isinstance(t, threading._DummyThread)
             and not t.name.startswith(("racelab-", "SharedLearner: close()"))]
 
 
-def _left_running(before: set[int]) -> list[str]:
-    """Names of threads started since ``before`` (idents) still alive after a short join."""
-    new = [t for t in threading.enumerate() if t.ident not in before
+def _left_running(before: set[threading.Thread]) -> list[str]:
+    """Names of threads started since ``before`` (the threads then) still alive after a short
+    join."""
+    new = [t for t in threading.enumerate() if t not in before
            and not t.name.startswith(("racelab-", "SharedLearner: close()"))]
     for thread in new:
         thread.join(THREAD_EXIT_S / max(1, len(new)))
@@ -263,7 +265,7 @@ def run_learner(learner_class: Callable[[Any, Any], Any], *, trials: int = LEARN
         start = grid_weights(pool.model, plan)
         gradients = grid_gradients(pool.model, plan + 1, threads * pushes)
         model, optimizer = pool.fresh(start)
-        before = {t.ident for t in threading.enumerate() if t.ident is not None}
+        before = set(threading.enumerate())
         learner = learner_class(model, optimizer)
         return LearnerTrial(learner, model, optimizer, start,
                             [gradients[k * pushes:(k + 1) * pushes] for k in range(threads)],
@@ -313,7 +315,7 @@ def run_learner_explore(learner_class: Callable[[Any, Any], Any], *, seed: int =
         trial = LearnerTrial(None, model, optimizer, start, [[gradients[0]], [gradients[1]]],
                              calls=pool.calls)
         trial.ready = (threading.Event(), threading.Event())
-        trial.before = {t.ident for t in threading.enumerate() if t.ident is not None}
+        trial.before = set(threading.enumerate())
         return trial
 
     def first(trial: LearnerTrial) -> None:
