@@ -38,6 +38,9 @@ def _cut_sleep(seconds: float) -> None:
     time.sleep(min(seconds, _CUT_S))
 
 
+_cut_sleep.__wrapped__ = time.sleep  # the scheduler yields at it, as at a sleep
+
+
 class _Event(threading.Event):
     """``threading.Event``, its ``wait`` timeout cut."""
 

@@ -78,6 +78,7 @@ class _Thread:
         self.atomic = False
         self.native = False
         self.expect_native = False
+        self.yielding = False  # about to sleep: others that can run take the next step
         self.parked = True
         self.detached = False
         self.starting = 0

@@ -159,10 +159,12 @@ class Tracing:
         if category == codemap.CALL:
             function, wait = primitives.at_call(frame, op[1], op[2], self._finished_thread)
             if wait is None:
-                if _invisible_call(frame, function, op[1]):
-                    return
-                if function is _SLEEP:
+                if function is _SLEEP or (type(function) is types.FunctionType
+                                          and vars(function).get("__wrapped__") is _SLEEP):
                     me.expect_native = True
+                    me.yielding = True
+                elif _invisible_call(frame, function, op[1]):
+                    return
         elif category == codemap.WITH:
             if primitives.elide_traced_lock(frame):
                 return
@@ -184,7 +186,10 @@ class Tracing:
         elif category == codemap.ITERATOR:
             if type(frames.peek(frame, 0)) in _LOCAL_ITERATORS:
                 return
-        self._pause(me, frame, wait)
+        try:
+            self._pause(me, frame, wait)
+        finally:
+            me.yielding = False
 
     def _blocking(self, me: _Thread, frame: types.FrameType, op: tuple) -> Any:
         if self.stopping:

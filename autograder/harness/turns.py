@@ -188,6 +188,13 @@ class Turns:
 
     def _pick(self, me: _Thread | None, can_continue: bool,
               runnable: list[_Thread]) -> _Thread | None:
+        if me is not None and me.yielding and any(t is not me for t in runnable):
+            # A sleep gives the core away: on a real machine every thread that can run gets
+            # ahead of the sleeper, so a retry loop that backs off lets the thread it waits for
+            # take the lock it let go (without this, a loop whose timed acquire gave up could
+            # take its lock back at once, for ever). The sleeper may run again one step later.
+            runnable = [t for t in runnable if t is not me]
+            can_continue = False
         current = me.index if (me is not None and can_continue) else None
         indices = [t.index for t in runnable]
         if current is not None and current == self.run_index and self.run_length >= FAIR_STEPS:

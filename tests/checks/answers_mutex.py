@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import threading
+import time
 from typing import Any
 
 from tests.checks.liars import (
@@ -527,6 +528,25 @@ def move_backing_off(src: Any, dst: Any, n: int) -> bool:
             dst.lock.release()
 
 
+def move_retrying_after_a_pause(src: Any, dst: Any, n: int) -> bool:
+    """Correct, common: locks in argument order; when the timed acquire of the second lock
+    gives up, it lets go of the first, sleeps a millisecond and tries again (round 7: it ran
+    out of time in schedule 14, because the scheduler let the thread that gave up take its
+    lock back before the other mover could, for ever)."""
+    while True:
+        with src.lock:
+            if dst.lock.acquire(timeout=0.5):
+                try:
+                    if src.slots < n:
+                        return False
+                    src.slots -= n
+                    dst.slots += n
+                    return True
+                finally:
+                    dst.lock.release()
+        time.sleep(0.001)
+
+
 WRONG_MOVES = [
     move_in_argument_order,
     move_locking_source_only,
@@ -537,7 +557,8 @@ WRONG_MOVES = [
     move_checked_then_moved_in_two_regions,
     move_timed_acquire_unchecked,
 ]
-CORRECT_MOVES = [move_ordered_by_id, move_one_lock_at_a_time, move_backing_off]
+CORRECT_MOVES = [move_ordered_by_id, move_one_lock_at_a_time, move_backing_off,
+                 move_retrying_after_a_pause]
 
 
 # --------------------------------------------------------------------------- ModelSlot

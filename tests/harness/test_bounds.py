@@ -3,6 +3,7 @@ as schedule choices and locks that know their holder (class 3), and user code a 
 runs back interleaved on request (class 1, class 4)."""
 
 import threading
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -111,6 +112,47 @@ def test_a_timed_acquire_that_retries_passes_and_gives_up_at_once():
     result = explore(*_timed_box(add), max_schedules=100, timeout_s=20)
     assert result.ok, result.message
     assert result.bound, result.message
+
+
+def _crossed_moves(move):
+    """Two threads that each take their own lock, then the other's."""
+    def setup():
+        return SimpleNamespace(locks=(threading.Lock(), threading.Lock()), moved=[])
+
+    def check(state):
+        assert sorted(state.moved) == [0, 1], f"moved {state.moved}"
+
+    return setup, [lambda state: move(state, 0), lambda state: move(state, 1)], check
+
+
+def test_a_retry_that_lets_go_and_sleeps_lets_the_other_thread_take_the_lock():
+    def move(state, mine):
+        first, second = state.locks[mine], state.locks[1 - mine]
+        while True:
+            with first:
+                if second.acquire(timeout=0.5):
+                    state.moved.append(mine)
+                    second.release()
+                    return
+            time.sleep(0.001)
+
+    result = explore(*_crossed_moves(move), max_schedules=300, timeout_s=20)
+    assert result.ok, result.message
+    assert result.bound, result.message
+
+
+def test_a_retry_that_takes_its_lock_back_at_once_livelocks_under_the_scheduler():
+    def move(state, mine):
+        first, second = state.locks[mine], state.locks[1 - mine]
+        while True:
+            with first:
+                if second.acquire(timeout=0.5):
+                    state.moved.append(mine)
+                    second.release()
+                    return
+
+    result = explore(*_crossed_moves(move), max_schedules=300, timeout_s=3)
+    assert result.verdict == "timeout", result.message
 
 
 def test_an_owned_lock_is_held_here_only_by_the_thread_that_took_it():
