@@ -624,7 +624,9 @@ a3c.check_learner(SharedLearner)
 #
 # - `StepBudget(t_max)` starts with no step taken;
 # - `take()` reserves the next global step and returns its number (1 for the first step,
-#   then 2, ...), or `None` once all `t_max` steps are taken (and on every call after that);
+#   then 2, ...), or `None` once all `t_max` steps are taken (and on every call after that),
+#   and only then: an actor told `None` stops, so a `take()` that gives up waiting for a lock
+#   must not answer `None`;
 # - `T` is the number of steps taken so far;
 # - `finish_episode(episode_return)` records a finished episode's return, and `returns` is
 #   the list of every return recorded (all of them, however many, equal returns included).

@@ -600,7 +600,24 @@ class SetReturnsBudget(ConditionBudget):
             return sorted(self._kept)
 
 
-WRONG_BUDGETS += [DequeReturnsBudget, SetReturnsBudget]
+class GivingUpBudget(ConditionBudget):
+    """Waits at most a second for the lock, and answers None if it did not get it (round 7):
+    on a busy machine an actor is told the budget is spent while steps remain, and stops."""
+
+    def take(self) -> int | None:
+        if not self._cond.acquire(timeout=1.0):
+            return None
+        try:
+            if self._taken == self.t_max:
+                return None
+            self._taken += 1
+            return self._taken
+        finally:
+            self._cond.release()
+
+
+WRONG_BUDGETS += [DequeReturnsBudget, SetReturnsBudget, GivingUpBudget]
+GivingUpBudget.decided_by_construction = True  # explore: a lock given up, every run
 
 CORRECT_BUDGETS = [ConditionBudget, TicketBudget]
 

@@ -93,6 +93,11 @@ def test_a_step_handed_out_twice_or_a_lost_step_is_refused(observed):
     with pytest.raises(Rejected, match="T == 2"):
         judge.check_budget(seen)
     seen = _seen(observed, "check_budget")
+    seen["schedules"][40]["stopped_at"] = [3, 1]
+    with pytest.raises(Rejected, match="schedule 41 an actor's take.. returned None when at "
+                                       "most 1 of the 3"):
+        judge.check_budget(seen)
+    seen = _seen(observed, "check_budget")
     seen["schedules_run"] = seen["bounded"] = 12
     seen["schedules"] = seen["schedules"][:12]
     with pytest.raises(Rejected, match="12 schedules ran"):

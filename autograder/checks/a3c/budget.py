@@ -12,7 +12,9 @@ at once fails in a schedule the bounded search always reaches, whatever the seed
 
 After the schedule: the step numbers handed out are exactly ``1 .. T_MAX``, once each (no
 overshoot, no duplicate, none missing), every ``take()`` after the budget was spent returned
-``None``, ``T`` is ``T_MAX`` and ``returns`` holds every finished episode's return.
+``None``, no actor got its first ``None`` before ``T_MAX`` steps could have been taken (those
+handed out, plus one per other actor inside ``take()`` then), ``T`` is ``T_MAX`` and
+``returns`` holds every finished episode's return.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ class BudgetRun:
         self.t_max = t_max
         self.budget = budget_class(t_max)
         self.steps: list[list[Any]] = [[] for _ in range(actors)]
+        self.inside = [False] * actors
+        self.stopped_at: list[int] = []
         self.after: list[Any] = []
 
 
@@ -70,6 +74,13 @@ def _check(run: BudgetRun, observed: list | None = None) -> None:
         raise AssertionError(
             f"expected take() to hand out steps 1 .. {t_max} once each before returning None, "
             f"but it handed out {sorted(taken)}")
+    early = [n for n in run.stopped_at if n < t_max]
+    if early:
+        raise AssertionError(
+            f"expected take() to return None only once all {t_max} steps were taken, but an "
+            f"actor got None when at most {early[0]} had been (handed out, or being handed out "
+            "to the other actor), and stopped: take() must wait for its lock, not give up (a "
+            "timed acquire gives up on a busy machine, and that actor's work ends early)")
     late = [_step(s, "take() after the budget was spent") for s in run.after]
     if any(s is not None for s in late):
         raise AssertionError(
@@ -91,7 +102,8 @@ def _check(run: BudgetRun, observed: list | None = None) -> None:
             + (": an episode's return was lost (two actors rebuilt the list at once)"
                if len(returns) < t_max else ""))
     if observed is not None:
-        observed.append({"taken": sorted(taken), "after": late, "T": t_value,
+        observed.append({"taken": sorted(taken), "stopped_at": run.stopped_at, "after": late,
+                         "T": t_value,
                          "returns": sorted(float(r) for r in returns)})
 
 
@@ -99,8 +111,13 @@ def _actor(index: int, t_max: int) -> Callable[[BudgetRun], None]:
     def run(state: BudgetRun) -> None:
         budget, mine = state.budget, state.steps[index]
         for _ in range(t_max + 1):  # bounded: a budget that never says None cannot loop
+            state.inside[index] = True
             step = budget.take()
+            state.inside[index] = False
             if step is None:
+                # At most this many steps can have been taken: those handed out, and one per
+                # other actor still inside take(). The actors are glue: no switch in between.
+                state.stopped_at.append(sum(map(len, state.steps)) + sum(state.inside))
                 break
             mine.append(step)
             budget.finish_episode(float(step))
