@@ -20,10 +20,8 @@ from autograder.checks.variables.settings import (
     EXPLORE_STRATEGY,
     FIRST_VERSION,
     LAYERS,
-    PUBLISHER_BUDGET_S,
     PUBLISHER_DEVIATIONS,
     PUBLISHER_EXPLORE_UPDATES,
-    PUBLISHER_MIN_UPDATES,
     PUBLISHER_READERS,
     PUBLISHER_READERS_DEVIATIONS,
     PUBLISHER_SAMPLES,
@@ -140,14 +138,9 @@ def _publisher_workers(updates: int, readers: int, weights: list[list[np.ndarray
     """The writer, and readers that read until the writer is done and then once more."""
     def writer(trial: PublishTrial) -> None:
         try:
-            start = trial.clock()
             for version in range(FIRST_VERSION + 1, FIRST_VERSION + updates + 1):
                 trial.publisher.publish(weights[version])
-                at = trial.clock()
-                trial.published.append((version, at))
-                if (version - FIRST_VERSION >= PUBLISHER_MIN_UPDATES
-                        and at - start > PUBLISHER_BUDGET_S):
-                    break
+                trial.published.append((version, trial.clock()))
         finally:
             trial.done.set()
 
@@ -200,13 +193,11 @@ def run_publisher_stress(publisher_class: Callable[[Any], Any], *, seed: int = S
                          trials: int = PUBLISHER_TRIALS, updates: int = PUBLISHER_UPDATES,
                          readers: int = PUBLISHER_READERS, pool: _ModelPool | None = None,
                          observed: list | None = None) -> Result:
-    """One real writer thread publishes up to ``updates`` versions while ``readers`` serve.
+    """One real writer thread publishes ``updates`` versions while ``readers`` serve.
 
-    The writer stops early, after at least :data:`PUBLISHER_MIN_UPDATES` versions, once it has
-    been busy :data:`PUBLISHER_BUDGET_S`. Readers keep calling ``predict`` until the writer is
-    done (pausing :data:`READ_GAP_S` between two calls), then read once more. When
-    ``observed`` is given, each trial that passed appends what it saw (see
-    :func:`_publisher_check`).
+    Readers keep calling ``predict`` until the writer is done (pausing :data:`READ_GAP_S`
+    between two calls), then read once more. When ``observed`` is given, each trial that
+    passed appends what it saw (see :func:`_publisher_check`).
     """
     pool = pool or _pool(LAYERS)
 
@@ -218,7 +209,7 @@ def run_publisher_stress(publisher_class: Callable[[Any], Any], *, seed: int = S
 
     workers = _publisher_workers(updates, readers, pool.weights, pool.batch)
     return stress(setup, workers,
-                  _publisher_check(min(updates, PUBLISHER_MIN_UPDATES), observed),
+                  _publisher_check(updates, observed),
                   trials=trials, seed=seed,
                   timeout_s=TIMEOUT_S)
 

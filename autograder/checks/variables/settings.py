@@ -17,11 +17,9 @@ COUNTER_TRIALS = 3
 
 # Exercise 2 (WeightPublisher).
 PUBLISHER_READERS = 2
-PUBLISHER_UPDATES = 10
-#: A stress writer stops early (after at least PUBLISHER_MIN_UPDATES) once it has been busy
-#: this long, so that a publisher that builds a model per publish is graded in seconds.
-PUBLISHER_BUDGET_S = 0.3
-PUBLISHER_MIN_UPDATES = 3
+#: Versions a stress writer publishes, however long each takes (a count, not a time budget:
+#: the work and the verdict must not depend on the machine's speed or load).
+PUBLISHER_UPDATES = 5
 PUBLISHER_TRIALS = 6
 #: Pause between two reads of one stress reader.
 READ_GAP_S = 0.0005
