@@ -748,7 +748,8 @@ claim("overlap in time missed at least one round that lost the best score",
 # - when this trainer's score beat the record (so it wrote it), call `save(name)` to write its
 #   checkpoint, *after* releasing the lock: it is slow file I/O, and the other trainers should
 #   not wait for it. Decide from what you read under the lock: the record may have changed
-#   since.
+#   since. Return once the checkpoint is saved (call `save` yourself, not on a thread left
+#   running).
 
 # %% nbgrader={"grade": false, "grade_id": "ex_tracing_publish_locked", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def publish_locked(best, lock, name, score, access, save):

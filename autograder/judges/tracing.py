@@ -28,9 +28,9 @@ RECORD_KEYS = ["end", "lock", "op", "resource", "start", "thread"]
 #: ``check_lockset_races``), and the SHA-256 of each set's records as the judge reads them
 #: (:func:`fingerprint`): the logs graded are the grader's, unchanged.
 HIDDEN_LOGS = 40
-EDGE_LOGS = 6
+EDGE_LOGS = 7
 HIDDEN_LOGS_SHA256 = "14161c0b8bda29f166d5c846f4d2387052c1546be9cfca78d45a4bddedb11b91"
-EDGE_LOGS_SHA256 = "aa39d1c890d5fe6ced6541bcf599d8a5d0dfcd69a7330edadbde98fffbd9cbe7"
+EDGE_LOGS_SHA256 = "f4f4a88d0a336339c456d2acbb6259efa8afd4b58aa7c6944cd80d73800367a6"
 #: Exercise 5: the most schedules the graded exploration runs, the seeded samples after its
 #: bound, the trainers' scores and the lock name every access must be logged with.
 SCHEDULES = 1000
@@ -132,7 +132,8 @@ def check_log_access(seen: dict) -> None:
     """One call returned fn's value and appended one record with every key; in every trial
     each read returned its value, each failing write raised to its caller, and each of the six
     calls has one record, by the thread that ran fn, whose start and end bracket the time fn
-    noted inside the call, with no lock; two fn() calls ran at once in some trial; and in every
+    noted inside the call, with no lock; two fn() calls ran at once in some trial, and two
+    threads' reads, then writes, of one resource ran at once; and in every
     explored schedule of two threads each read returned its value and has its record."""
     one_call = field(seen, "one_call", dict)
     value = field(one_call, "value", (int, float))
@@ -148,6 +149,10 @@ def check_log_access(seen: dict) -> None:
     overlap = field(seen, "overlap", int)
     expect(overlap >= 2, f"at most {overlap} fn() call(s) ran at once: log_access serialised "
                          "the accesses it logged")
+    together = field(seen, "together", dict)
+    for op in ("read", "write"):
+        expect(field(together, op, bool), f"two threads' {op}s of one resource did not run "
+                                          "at once: log_access serialised them")
     trials = items(seen, "trials", dict, at_least=STRESS_TRIALS, at_most=STRESS_TRIALS)
     calls = sorted((op, k) for op in ("read", "write") for k in range(LOG_WORKERS))
     for number, trial in enumerate(trials, 1):
@@ -265,8 +270,8 @@ def check_publish_locked(seen: dict) -> None:
     """In every schedule the record holds the best trainer's score, every trainer's read is
     logged, every access with the lock's name and made holding the lock passed in, no two
     accesses conflict, and the best trainer saved, with the lock released like every save;
-    the trainers that saved are those that wrote the record; of two trainers with the same
-    score, one saved at most."""
+    the trainers that saved are those that wrote the record, each before its publish_locked
+    returned; of two trainers with the same score, one saved at most."""
     top = max(PUBLISH_SCORES, key=PUBLISH_SCORES.get)
     for number, schedule in enumerate(explored(seen, SCHEDULES, SAMPLES), 1):
         best = items(schedule, "best", _SCALAR, at_least=2, at_most=2)
@@ -305,3 +310,8 @@ def check_publish_locked(seen: dict) -> None:
         expect(len(scores) == len(set(scores)),
                f"schedule {number}: trainers with the same score both saved ({sorted(savers)}):"
                " a score equal to the record does not beat it")
+        on_return = items(schedule, "saved_on_return", str, at_least=0,
+                          at_most=len(PUBLISH_SCORES))
+        expect(writers <= set(on_return),
+               f"schedule {number}: a trainer's publish_locked returned before its save ran "
+               f"(wrote {sorted(writers)}, saved by their return {on_return})")

@@ -205,12 +205,42 @@ def log_access_locked_append(log, op, resource, fn, lock=None):
             log[:] = sorted(log + [record], key=lambda r: r["start"])
 
 
+_WRITE_GUARD = threading.Lock()
+
+
+def log_access_serialising_writes(log, op, resource, fn, lock=None):
+    """Wrong (round 8): a lock of its own around ``fn()`` for writes only. The stress trials'
+    reads still overlap, but two writers of one resource can no longer race in the log."""
+    if op != "write":
+        return log_access_except_reraise(log, op, resource, fn, lock)
+    with _WRITE_GUARD:
+        return log_access_except_reraise(log, op, resource, fn, lock)
+
+
+def log_access_keeping_the_error(log, op, resource, fn, lock=None):
+    """Correct (round 8, graded 0/3 before): also keeps what ``fn`` raised in the record,
+    under a key of its own (an exception object, not plain data)."""
+    start = time.perf_counter_ns()
+    error = None
+    try:
+        return fn()
+    except BaseException as raised:
+        error = raised
+        raise
+    finally:
+        record = _record(op, resource, start, time.perf_counter_ns(), lock)
+        record["error"] = error
+        log.append(record)
+
+
 WRONG_LOG_ACCESS = [log_access_wall_clock, log_access_start_after_call, log_access_no_finally,
                     log_access_swallows, log_access_main_thread, log_access_no_return,
                     log_access_except_exception, log_access_retries_once,
-                    log_access_serialised, log_access_sorted_copy, log_access_rebuilt]
+                    log_access_serialised, log_access_sorted_copy, log_access_rebuilt,
+                    log_access_serialising_writes]
+log_access_serialising_writes.decided_by_construction = True  # fn() calls meet or time out
 CORRECT_LOG_ACCESS = [log_access_except_reraise, log_access_context_manager,
-                      log_access_locked_append]
+                      log_access_locked_append, log_access_keeping_the_error]
 
 
 # --------------------------------------------------------------------------- who_overwrote
@@ -525,10 +555,24 @@ def lockset_races_counted(log):
             and n not in locks[res].values()}
 
 
+def lockset_races_pairwise(log):
+    """Wrong (round 8, 2/2 before): flags a resource when some pair of accesses by two threads,
+    one a write, shares no lock, instead of asking for a lock common to every access."""
+    races = []
+    for resource in dict.fromkeys(r["resource"] for r in log):
+        accesses = [r for r in log if r["resource"] == resource]
+        if any(a["thread"] != b["thread"] and "write" in (a["op"], b["op"])
+               and not ({a["lock"]} & {b["lock"]}) - {None}
+               for a in accesses for b in accesses):
+            races.append(resource)
+    return races
+
+
 WRONG_LOCKSET = [lockset_races_one_thread_too, lockset_races_reads_too,
                  lockset_races_none_is_a_lock, lockset_races_any_lock,
                  lockset_races_writes_only, lockset_races_by_overlap,
-                 lockset_races_every_access]
+                 lockset_races_every_access, lockset_races_pairwise]
+lockset_races_pairwise.decided_by_construction = True  # small log #6
 CORRECT_LOCKSET = [lockset_races_candidate_sets, lockset_races_counted]
 
 
@@ -670,10 +714,23 @@ def publish_reads_before_the_lock(best, lock, name, score, access, save):
     _publish_holding(lock, best, name, score, access, save)
 
 
+def publish_saves_on_a_thread(best, lock, name, score, access, save):
+    """Wrong (round 8, 3/3 before): locked right, but the checkpoint is saved on a thread
+    that is started and never joined, so publish_locked returns before it is written."""
+    with lock:
+        seen = access("read", "best", lambda: best["score"], lock="best_lock")
+        better = score > seen
+        if better:
+            access("write", "best", lambda: best.update(score=score, by=name), lock="best_lock")
+    if better:
+        threading.Thread(target=save, args=(name,)).start()
+
+
 WRONG_PUBLISH = [publish_unlocked, publish_split_locks, publish_save_under_lock,
                  publish_lock_not_logged, publish_new_lock, publish_tie_wins, publish_own_lock,
                  publish_write_not_logged, publish_saves_if_still_the_record,
-                 publish_reads_before_the_lock]
+                 publish_reads_before_the_lock, publish_saves_on_a_thread]
+publish_saves_on_a_thread.decided_by_construction = True  # explore: the default schedule
 CORRECT_PUBLISH = [publish_acquire_finally, publish_decide_then_save]
 
 

@@ -41,6 +41,7 @@ def test_the_judge_accepts_what_the_solutions_observe(observed):
 @pytest.mark.parametrize(("check", "key"), [
     ("check_log_access", "trials"), ("check_log_access", "one_call"),
     ("check_log_access", "trials_run"), ("check_log_access", "overlap"),
+    ("check_log_access", "together"),
     ("check_log_access", "explored"),
     ("check_who_overwrote", "logs"),
     ("check_find_conflicts", "logs"), ("check_lockset_races", "logs"),
@@ -173,6 +174,21 @@ def test_a_log_access_whose_accesses_never_overlapped_is_refused(observed):
     seen = observed["check_log_access"]
     assert seen["overlap"] >= 2
     _refused("check_log_access", {**seen, "overlap": 1}, "serialised the accesses")
+
+
+def test_a_log_access_whose_two_writers_never_met_in_fn_is_refused(observed):
+    seen = observed["check_log_access"]
+    assert seen["together"] == {"read": True, "write": True}
+    _refused("check_log_access", {**seen, "together": {"read": True, "write": False}},
+             "writes of one resource did not run at once")
+
+
+def test_a_publish_that_returned_before_its_save_is_refused(observed):
+    seen = observed["check_publish_locked"]
+    writers = sorted({who for who, op, _ in seen["schedules"][17]["accesses"] if op == "write"})
+    assert writers and seen["schedules"][17]["saved_on_return"] == writers
+    _refused("check_publish_locked", _with_schedule(seen, 17, saved_on_return=[]),
+             "returned before its save ran")
 
 
 def test_an_access_without_the_lock_or_a_save_by_a_trainer_that_did_not_write_is_refused(

@@ -23,12 +23,18 @@ from autograder.checks.kit import (
 from autograder.checks.plain import NotPlainData, plain
 from autograder.checks.tracing.logs import _hidden_logs, _lockset_edge_logs
 from autograder.checks.tracing.publishing import run_publish_locked
-from autograder.checks.tracing.recording import _record, run_log_access, run_log_access_explore
+from autograder.checks.tracing.recording import (
+    _record,
+    run_log_access,
+    run_log_access_explore,
+    run_log_access_together,
+)
 from autograder.checks.tracing.references import (
     reference_find_conflicts,
     reference_lockset_races,
     reference_who_overwrote,
 )
+from autograder.checks.tracing.settings import TOGETHER_WAIT_S
 
 # --------------------------------------------------------------------------- exercise 1
 
@@ -55,12 +61,22 @@ def check_log_access(log_access: Callable[..., Any]) -> None:
             "(a lock of its own around fn()), so the log can no longer show the races it is "
             "there to find; expected it to hold no lock around fn() (appending to a list is "
             "atomic)")
+    together = run_log_access_together(log_access)
+    apart = [op for op in ("read", "write") if not together[op]]
+    if apart:
+        raise AssertionError(
+            f"log_access: two threads that hold no lock each logged a {apart[0]} of one "
+            f"resource, and each fn() waited {TOGETHER_WAIT_S:g} s for the other's fn() to "
+            "start too, in vain: log_access ran them one after the other (a lock of its own "
+            "around fn()), so the log can no longer show the races it is there to find; "
+            "expected it to hold no lock around fn(), for reads and writes alike")
     schedules: list = []
     explored = run_log_access_explore(log_access, observed=schedules)
     require(explored, exercise="log_access",
             again=call_text("tracing.run_log_access_explore", "log_access"))
     report({"one_call": one_call, "trials": trials, "trials_run": result.schedules_run,
-            "overlap": overlap.most, "explored": explored_report(explored, schedules)})
+            "overlap": overlap.most, "together": together,
+            "explored": explored_report(explored, schedules)})
 
 
 def _smoke_log_access(log_access: Callable[..., Any]) -> dict[str, Any]:
@@ -252,7 +268,7 @@ def _explain_resource(log: list[dict[str, Any]], item: Any) -> str:
 
 
 def check_lockset_races(lockset_races: Callable[[list[dict[str, Any]]], Any]) -> None:
-    """Graded on 6 small logs (one part of the definition each) and the 40 hidden logs;
+    """Graded on 7 small logs (one part of the definition each) and the 40 hidden logs;
     reports every log and what ``lockset_races`` returned on it (for the judge)."""
     report(_grade_on_hidden_logs(lockset_races, exercise="lockset_races",
                                  reference=reference_lockset_races, normalise=_norm_resources,

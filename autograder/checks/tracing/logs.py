@@ -103,5 +103,9 @@ def _lockset_edge_logs() -> list[tuple[str, list[dict[str, Any]]]]:
         [_access(a, "write", "best", 0, "best_lock"), _access(b, "write", "best", 1000,
                                                                   "best_lock"),
          _access(a, "write", "step", 2000), _access(b, "read", "step", 3000)],
+        # the write and the other thread's read under best_lock, but the writer's first read
+        # under no lock: no lock is common to every access (a pair-by-pair check misses it)
+        [_access(a, "read", "best", 0), _access(a, "write", "best", 1000, "best_lock"),
+         _access(b, "read", "best", 2000, "best_lock")],
     ]
     return [(f"small log #{k}", log) for k, log in enumerate(edge)]

@@ -48,15 +48,16 @@ def run_publish_locked(publish_locked: Callable[..., Any], *, seed: int = SEED,
 
     When ``observed`` is given, each passing schedule appends what it saw (for the judge): the
     record's ``[by, score]``, every logged access as ``[thread, op, resource, start, end,
-    lock]``, every save as ``[who, whether its thread held the lock]`` and every call of
-    ``access`` as ``[who, op, whether its thread held the lock]``.
+    lock]``, every save as ``[who, whether its thread held the lock]``, every call of
+    ``access`` as ``[who, op, whether its thread held the lock]`` and the trainers whose save
+    had run when their ``publish_locked`` returned.
     """
 
     from autograder.harness import explore
 
     def setup() -> dict[str, Any]:
         return {"best": {"score": float("-inf"), "by": None}, "lock": OwnedLock(),
-                "log": [], "saves": [], "accesses": []}
+                "log": [], "saves": [], "accesses": [], "saved_on_return": {}}
 
     def make_worker(name: str) -> Callable[[dict[str, Any]], None]:
         def worker(state: dict[str, Any]) -> None:
@@ -70,6 +71,7 @@ def run_publish_locked(publish_locked: Callable[..., Any], *, seed: int = SEED,
             # Opaque: the answer cannot reach the log or the saves through them.
             publish_locked(state["best"], state["lock"], name, PUBLISH_SCORES[name],
                            opaque(access), opaque(save))
+            state["saved_on_return"][name] = any(who == name for who, _ in state["saves"])
 
         worker.__name__ = f"publish_{name.replace('-', '_')}"
         return worker
@@ -112,6 +114,11 @@ def run_publish_locked(publish_locked: Callable[..., Any], *, seed: int = SEED,
         assert any(who == top for who, _ in saves), (
             f"expected {top}, whose score beat the record, to save its checkpoint; saves: "
             f"{[who for who, _ in saves]}")
+        unsaved = [who for who in writers if not state["saved_on_return"].get(who)]
+        assert not unsaved, (
+            f"expected publish_locked to return once its checkpoint is saved, but "
+            f"{unsaved[0]}'s returned before its save() ran (a thread started for it and not "
+            "joined, say): call save(name) itself, after releasing the lock")
         tied = tied_savers([who for who, _ in saves])
         assert not tied, (
             f"expected one save at most among trainers with the same score, but {tied} all "
@@ -123,7 +130,9 @@ def run_publish_locked(publish_locked: Callable[..., Any], *, seed: int = SEED,
                 "log": [[r.get("thread"), _scalar(r.get("op")), _scalar(r.get("resource")),
                          r.get("start"), r.get("end"), _scalar(r.get("lock"))] for r in log],
                 "saves": [[_scalar(who), held] for who, held in saves],
-                "accesses": [[who, op, held] for who, op, held in state["accesses"]]})
+                "accesses": [[who, op, held] for who, op, held in state["accesses"]],
+                "saved_on_return": sorted(who for who, saved in state["saved_on_return"].items()
+                                          if saved)})
 
     workers = [make_worker(name) for name in PUBLISH_SCORES]
     return explore(setup, workers, check, seed=seed, max_schedules=schedules, timeout_s=60.0,

@@ -3,12 +3,13 @@ threads under the controlled scheduler."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-from autograder.checks.kit import Overlap
+from autograder.checks.kit import Overlap, released_together
 from autograder.checks.plain import plain
 from autograder.checks.tracing.settings import (
     LOG_EXPLORE_THREADS,
@@ -16,6 +17,7 @@ from autograder.checks.tracing.settings import (
     LOG_SCHEDULES,
     SEED,
     STRESS_TRIALS,
+    TOGETHER_WAIT_S,
 )
 from autograder.harness import explore, stress
 from autograder.harness.tamper import opaque
@@ -82,7 +84,7 @@ def run_log_access(log_access: Callable[..., Any], *, trials: int = STRESS_TRIAL
 
     def check(state: dict[str, Any]) -> None:
         # What log_access returned and appended, as plain data (its own == never decides).
-        log = plain(state["log"], "reading the records log_access appended")
+        log = plain(_record_fields(state["log"]), "reading the records log_access appended")
         for call in sorted(set(state["calls"])):
             times = state["calls"].count(call)
             assert times == 1, (
@@ -159,7 +161,7 @@ def run_log_access_explore(log_access: Callable[..., Any], *, seed: int = SEED,
         return worker
 
     def check(state: dict[str, Any]) -> None:
-        log = plain(state["log"], "reading the records log_access appended")
+        log = plain(_record_fields(state["log"]), "reading the records log_access appended")
         for k in range(LOG_EXPLORE_THREADS):
             assert state["calls"].count(k) == 1, (
                 f"expected log_access to call fn() once per access, but worker {k}'s read ran "
@@ -194,6 +196,52 @@ def run_log_access_explore(log_access: Callable[..., Any], *, seed: int = SEED,
 
 #: The fields of a record, in the order the judge reads them.
 RECORD_FIELDS = ("thread", "op", "resource", "start", "end", "lock")
+
+
+def _record_fields(log: Any) -> Any:
+    """The log with each record cut to :data:`RECORD_FIELDS`: a record may carry more (the
+    exception ``fn`` raised, a note), which no check reads, so it need not be plain data."""
+    if type(log) is not list:
+        return log
+    return [{key: dict.__getitem__(record, key) for key in RECORD_FIELDS
+             if dict.__contains__(record, key)} if type(record) is dict else record
+            for record in list(log)]
+
+
+def run_log_access_together(log_access: Callable[..., Any], *,
+                            wait_s: float = TOGETHER_WAIT_S) -> dict[str, bool]:
+    """Two real threads log an access to one resource at once, holding no lock: first a read,
+    then a write. Each ``fn`` waits (at most ``wait_s``) until the other thread's ``fn`` has
+    started too.
+
+    Returns:
+        For ``"read"`` and ``"write"``: whether both ``fn`` calls ran at once (False when
+        ``log_access`` ran them one after the other, a lock of its own around ``fn()``).
+    """
+    return {op: _both_inside(log_access, op, wait_s) for op in ("read", "write")}
+
+
+def _both_inside(log_access: Callable[..., Any], op: str, wait_s: float) -> bool:
+    """Whether two threads' ``op`` of one resource, logged at once, ran their ``fn`` at once."""
+    barrier = threading.Barrier(2)
+    log: list = []
+    met: list[bool] = []
+
+    def meet() -> None:
+        barrier.wait(wait_s)  # raises BrokenBarrierError when the other fn() never came
+        met.append(True)
+
+    fn = opaque(meet)
+
+    def body() -> None:
+        with contextlib.suppress(threading.BrokenBarrierError):
+            log_access(log, op, "best", fn)
+
+    _, errors = released_together([body, body], timeout_s=2 * wait_s + 30)
+    failed = next((error for error in errors if error is not None), None)
+    if failed is not None:
+        raise failed
+    return len(met) == 2
 
 
 def _record(record: dict[str, Any]) -> list[Any]:

@@ -11,6 +11,10 @@ STRESS_TRIALS = 6
 LOG_EXPLORE_THREADS = 2
 LOG_SCHEDULES = 80
 LOG_SAMPLES = 20
+#: Exercise 1, two real threads logging one read (then one write) of one resource at once:
+#: each fn() waits at most this long for the other's to start too. A log_access that holds a
+#: lock of its own around fn() runs them one after the other, and the wait runs out.
+TOGETHER_WAIT_S = 10.0
 #: Hidden logs per analysis check: half from racy runs, half from clean (locked) ones.
 HIDDEN_LOGS = 40
 
