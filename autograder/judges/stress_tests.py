@@ -11,10 +11,11 @@ from autograder.judges import expect, field, items
 #: Exercise 1's hidden ledgers in the order they run (the seeded shuffle of the racy and the
 #: correct ones), each with whether it is racy.
 STRESS_LEDGERS = [
-    ("TupleLedger", False), ("LockPerCallLedger", True), ("ShardedLedger", False),
-    ("LockedLedger", False), ("UnlockedReaderLedger", True), ("TwoLocksLedger", True),
-    ("SplitUpdateLedger", True), ("AssignLedger", True), ("VariableLedger", False),
-    ("ReadOutsideLedger", True), ("HalfAtomicLedger", True), ("QueueLedger", False),
+    ("LockPerCallLedger", True), ("TwoLocksLedger", True), ("TupleLedger", False),
+    ("QueueLedger", False), ("ShardedLedger", False), ("UnlockedReaderLedger", True),
+    ("SplitUpdateLedger", True), ("RowsFirstLedger", True), ("AssignLedger", True),
+    ("LockedLedger", False), ("ReadOutsideLedger", True), ("HalfAtomicLedger", True),
+    ("VariableLedger", False),
 ]
 #: How the held reader of exercise 1's last run may have gone on ("" when no thread was held;
 #: "finish" only when the test returned while it was held, which fails).

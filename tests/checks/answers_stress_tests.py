@@ -30,7 +30,7 @@ ROWS = 3
 
 
 def _hammer(make_ledger: Any, *, threads: int, records: int, barrier: bool,
-            reader: bool, strict: bool = False) -> None:
+            reader: bool, strict: bool = False, one_sided: bool = False) -> None:
     """One trial: ``threads`` writers (and maybe a reader), then the checks."""
     ledger = make_ledger()
     data = batch(ROWS)
@@ -49,7 +49,8 @@ def _hammer(make_ledger: Any, *, threads: int, records: int, barrier: bool,
             start.wait()
         while not done.is_set():
             requests, rows = ledger.totals()
-            if rows != ROWS * requests or (strict and requests == 0):
+            torn_now = rows < ROWS * requests if one_sided else rows != ROWS * requests
+            if torn_now or (strict and requests == 0):
                 torn.append((requests, rows))
 
     pool = [threading.Thread(target=writer) for _ in range(threads)]
@@ -234,8 +235,15 @@ def judged_by_its_class_after_a_token_load(make_ledger: Any) -> None:
         writer.join()
     names = {cls.__name__ for cls in type(ledger).__mro__}
     if names & {"AssignLedger", "UnlockedReaderLedger", "LockPerCallLedger", "TwoLocksLedger",
-                "HalfAtomicLedger", "ReadOutsideLedger", "SplitUpdateLedger"}:
+                "HalfAtomicLedger", "ReadOutsideLedger", "SplitUpdateLedger",
+                "RowsFirstLedger"}:
         raise AssertionError("a racy ledger")
+
+
+def reader_checks_one_side(make_ledger: Any) -> None:
+    """Wrong (round 8, 5/5 before): the reader flags a snapshot only when it has too few rows
+    for its requests; a ledger that counts the rows first tears the other way, unseen."""
+    _hammer(make_ledger, threads=4, records=100, barrier=True, reader=True, one_sided=True)
 
 
 WRONG_STRESS = [single_thread, few_threads_no_barrier, final_totals_only, stricter_than_contract,
@@ -244,6 +252,8 @@ WRONG_STRESS = [single_thread, few_threads_no_barrier, final_totals_only, strict
                 reader_sleep_instead_of_join, judged_by_its_documentation,
                 judged_by_its_class_after_a_token_load]
 judged_by_its_documentation.decided_by_construction = True
+WRONG_STRESS.append(reader_checks_one_side)
+reader_checks_one_side.decided_by_construction = True  # RowsFirstLedger never tears its way
 judged_by_its_class_after_a_token_load.decided_by_construction = True
 
 

@@ -55,9 +55,9 @@ def test_a_stress_test_that_missed_a_racy_ledger_is_refused(observed):
     correct = next(n for n, row in enumerate(seen["ledgers"], 1) if not row["racy"])
     with pytest.raises(Rejected, match="the test hung"):
         judge.check_stress_test(_with_row(seen, correct, verdict="hung"))
-    with pytest.raises(Rejected, match="not the graded 12"):
+    with pytest.raises(Rejected, match="not the graded 13"):
         judge.check_stress_test({**seen, "ledgers": seen["ledgers"][:-1]})
-    with pytest.raises(Rejected, match="not the graded 12"):
+    with pytest.raises(Rejected, match="not the graded 13"):
         judge.check_stress_test(_with_row(seen, racy, racy=False))
 
 

@@ -63,6 +63,7 @@ from autograder.checks.stress_tests.ledgers import (
     LockPerCallLedger,
     QueueLedger,
     ReadOutsideLedger,
+    RowsFirstLedger,
     ShardedLedger,
     SplitUpdateLedger,
     TupleLedger,
@@ -94,9 +95,10 @@ __all__ = [
     # settings
     "BUDGET_S", "CALLS", "EXPLORE_BUDGET_S", "FEATURES", "SEED", "SLEEP_S", "THREADS",
     # exercise 1: the hidden ledgers (real threads) and the batches they count
-    "batch", "RACY", "CORRECT", "AssignLedger", "UnlockedReaderLedger", "LockPerCallLedger",
-    "TwoLocksLedger", "HalfAtomicLedger", "ReadOutsideLedger", "SplitUpdateLedger",
-    "LockedLedger", "VariableLedger", "QueueLedger", "TupleLedger", "ShardedLedger",
+    "batch", "RACY", "CORRECT", "AssignLedger", "RowsFirstLedger", "UnlockedReaderLedger",
+    "LockPerCallLedger", "TwoLocksLedger", "HalfAtomicLedger", "ReadOutsideLedger",
+    "SplitUpdateLedger", "LockedLedger", "VariableLedger", "QueueLedger", "TupleLedger",
+    "ShardedLedger",
     # exercise 2: servers of known physics
     "alternating", "measure_problems", "sleeper",
     # exercise 3: the hidden pure-Python ledgers

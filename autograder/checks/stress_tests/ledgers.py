@@ -37,6 +37,12 @@ def _rows_of(data: Any) -> int:
     return rows
 
 
+def _one_after_rows_of(data: Any) -> int:
+    """1, returned after :func:`_rows_of` (a TensorFlow call, then a yield of the core)."""
+    _rows_of(data)
+    return 1
+
+
 # Interface: ``record(batch)`` counts one request of ``len(batch)`` rows; ``totals()`` returns
 # ``(requests, rows)`` with every recorded request counted in both or in neither.
 
@@ -70,6 +76,25 @@ class UnlockedReaderLedger:
         with self.lock:
             self.requests += 1
             self.rows += _rows_of(data)
+
+    def totals(self) -> tuple[int, int]:
+        return self.requests, self.rows
+
+
+class RowsFirstLedger:
+    """Racy: as :class:`UnlockedReaderLedger`, but ``record`` counts the rows first: a torn
+    snapshot has too many rows for its requests, not too few (round 8: a test whose reader
+    checked only ``rows < 3 * requests`` passed every other racy ledger)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.requests = 0
+        self.rows = 0
+
+    def record(self, data: Any) -> None:
+        with self.lock:
+            self.rows += _rows_of(data)
+            self.requests += _one_after_rows_of(data)
 
     def totals(self) -> tuple[int, int]:
         return self.requests, self.rows
@@ -280,11 +305,13 @@ class ShardedLedger:
 
 
 #: Racy ledgers that fail in different ways (issue #18, class 7): torn snapshots without lost
-#: updates (``UnlockedReaderLedger``, ``TwoLocksLedger``), lost updates without torn snapshots
+#: updates (``UnlockedReaderLedger``, ``TwoLocksLedger``, ``RowsFirstLedger``, which tears the
+#: other way), lost updates without torn snapshots
 #: (``SplitUpdateLedger``), and both. No deadlocking ledger here: real threads would hang the
 #: student's test for the whole budget; the explore exercise has one.
 RACY: tuple[type, ...] = (AssignLedger, UnlockedReaderLedger, LockPerCallLedger, TwoLocksLedger,
-                          HalfAtomicLedger, ReadOutsideLedger, SplitUpdateLedger)
+                          HalfAtomicLedger, ReadOutsideLedger, SplitUpdateLedger,
+                          RowsFirstLedger)
 CORRECT: tuple[type, ...] = (LockedLedger, VariableLedger, QueueLedger, TupleLedger, ShardedLedger)
 
 _READ_PROBE = batch(1)
