@@ -560,8 +560,8 @@ tfdata.check_fast(fast_pipeline)
 # The grader first calls your object from two threads under the controlled scheduler of
 # lesson 00 (every interleaving of their Python with at most two switches, then sampled ones;
 # one read of each thread fails, and one thread reads the counts between its calls), so a lock
-# made on first use fails too, and compares the counts with what really happened. Then three
-# threads call it at once with a read that waits until all three reads have started, and a
+# made on first use fails too, and compares the counts with what really happened. Then nine
+# threads call it at once with a read that waits until all nine reads have started, and a
 # parallel map serves four records.
 
 # %% nbgrader={"grade": false, "grade_id": "ex_tfdata_served", "locked": false, "schema_version": 3, "solution": true, "task": false}

@@ -41,7 +41,7 @@ NAIVE_FLOOR_S = 0.050 + 3 * 0.025 + 4 * 0.008 + FAST_RECORDS * (0.010 + 0.015)
 FLOOR_SLACK = 0.99
 #: Schedules of ServedStats's explored counts and of its overlapping reads (exercise 4).
 SERVED_SCHEDULES, SERVED_SAMPLES = 3000, 20
-OVERLAP_SCHEDULES, OVERLAP_CALLS = 20, 3
+OVERLAP_SCHEDULES, OVERLAP_CALLS = 20, 9
 #: The explored calls: stats(0) and stats(2) return, stats(1) and stats(3) raise.
 SERVED_OUTCOMES = ["failed", "failed", "served", "served"]
 #: Records the parallel map serves.
@@ -119,6 +119,11 @@ def check_augment(seen: dict) -> None:
     agree = field(seen, "flips_with_negative_shift", int)
     expect(low <= agree <= high, f"{agree} of the 3000 images were flipped exactly when their "
                                  f"shift was negative, not {low}-{high}: flip and shift related")
+    neighbours = items(seen, "neighbours_agreeing", int, at_least=4, at_most=4)
+    expect(all(low <= count <= high for count in neighbours),
+           f"neighbouring images' draws agreed {neighbours} times of 2999 (flip-shift, "
+           f"shift-flip, flip-flip, shift-shift), not {low}-{high} each: draws moved by a "
+           "position")
     central = field(seen, "central_shifts", int)
     expect(low <= central <= high, f"{central} of the 3000 shifts were within +-"
                                    f"{MAX_DELTA / 2}, not {low}-{high}: not uniform")

@@ -387,7 +387,23 @@ def fold_in_augment(images, seed):
     return images.enumerate().map(one, num_parallel_calls=AUTOTUNE, deterministic=True)
 
 
-WRONG_AUGMENTS = [stateful_augment, shared_generator_augment, one_seed_augment,
+def next_position_flip_augment(images, seed):
+    """Wrong (red team round 8, 3/3 before): the flip is seeded with ``[seed, index + 1]``,
+    the next image's shift seed: image i is flipped exactly when image i + 1 is darkened."""
+    def one(index, image):
+        seed64 = tf.constant(seed, tf.int64)
+        image = tf.image.stateless_random_brightness(image, tfdata.MAX_DELTA,
+                                                   tf.stack([seed64, index]))
+        return tf.image.stateless_random_flip_left_right(image, tf.stack([seed64, index + 1]))
+
+    return images.enumerate().map(one, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+
+
+next_position_flip_augment.decided_by_construction = True  # stateless, fixed seeds
+
+
+WRONG_AUGMENTS = [next_position_flip_augment, stateful_augment, shared_generator_augment,
+                  one_seed_augment,
                   unordered_augment, brighter_only_augment, narrow_shift_augment,
                   rare_flip_augment, fifth_flip_augment, forty_percent_flip_augment,
                   same_seed_augment, truncated_normal_augment, seed_plus_index_augment,
@@ -722,9 +738,22 @@ class TwoReadsStats(_LockedStats):
 TwoReadsStats.decided_by_construction = True
 
 
+class FourReadsStats(TwoReadsStats):
+    """Counts under a lock, but lets four reads in at once (``BoundedSemaphore(4)``, red team
+    round 8: 3/3 while the overlap run had three calls)."""
+
+    def __init__(self, read):
+        super().__init__(read)
+        self._reads = threading.BoundedSemaphore(4)
+
+
+FourReadsStats.decided_by_construction = True
+
+
 WRONG_STATS = [UnlockedStats, LockAroundReadStats, LockPerCallStats, FailuresUnlockedStats,
                PerThreadStats, SwallowsErrorsStats, LazyLockStats, CountFirstStats,
-               ClassCountsStats, OSErrorOnlyStats, TwoReadsStats, *lying(LyingStats)]
+               ClassCountsStats, OSErrorOnlyStats, TwoReadsStats, FourReadsStats,
+               *lying(LyingStats)]
 
 
 #: Correct: one ``list.append`` per call (one indivisible step), counted on demand, as the

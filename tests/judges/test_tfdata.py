@@ -118,8 +118,8 @@ def test_a_count_ahead_of_its_reads_class_level_counts_or_an_uncounted_value_err
         judge.check_served({**seen, "one_thread": {**one_thread, "counts_after_other": [1, 1]}})
     with pytest.raises(Rejected, match="a ValueError is a failed read"):
         judge.check_served({**seen, "one_thread": {**one_thread, "other_counts": [1, 0]}})
-    overlaps = [[0, 1, None], *seen["overlaps"][1:]]  # three reads, one of them held back
-    with pytest.raises(Rejected, match="overlap schedule 1 the 3 calls"):
+    overlaps = [[*range(8), None], *seen["overlaps"][1:]]  # nine reads, one held back
+    with pytest.raises(Rejected, match="overlap schedule 1 the 9 calls"):
         judge.check_served({**seen, "overlaps": overlaps})
 
 
@@ -130,6 +130,8 @@ def test_a_flip_tied_to_the_shift_a_shift_not_uniform_seeds_apart_or_global_seed
         judge.check_augment({**seen, "flips_with_negative_shift": 3000})
     with pytest.raises(Rejected, match="not uniform"):
         judge.check_augment({**seen, "central_shifts": 2171})
+    with pytest.raises(Rejected, match="draws moved by a position"):
+        judge.check_augment({**seen, "neighbours_agreeing": [2999, 1484, 1475, 1476]})
     with pytest.raises(Rejected, match="pairs of identical images"):
         judge.check_augment({**seen, "twins_alike": 8})  # seeded from the pixels
     with pytest.raises(Rejected, match="global seed"):

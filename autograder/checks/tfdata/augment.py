@@ -153,7 +153,26 @@ def flip_band_errors(draws: int = FLIP_DRAWS, within: tuple[int, int] = FLIPS_WI
     return errors
 
 
-def _flip_share(augment: Callable[[Any, int], Any]) -> tuple[int, int, int, int]:
+#: The draws of neighbouring images compared (image i's, then image i + 1's): flip with shift
+#: sign, shift sign with flip, flip with flip, shift sign with shift sign.
+NEIGHBOUR_PAIRS = ("flip-shift", "shift-flip", "flip-flip", "shift-shift")
+
+
+def neighbour_agreements(flipped: np.ndarray, shifts: np.ndarray) -> list[int]:
+    """For each of :data:`NEIGHBOUR_PAIRS`: of the FLIP_DRAWS - 1 neighbouring images, how
+    many had draws that agree (flipped, or a negative shift). Independent draws give
+    Binomial(FLIP_DRAWS - 1, 1/2) each; a draw seeded as the next image's other draw agrees
+    every time."""
+    negative = shifts < 0
+    draws = {"flip": flipped, "shift": negative}
+    counts = []
+    for pair in NEIGHBOUR_PAIRS:
+        first, second = pair.split("-")
+        counts.append(int(np.count_nonzero(draws[first][:-1] == draws[second][1:])))
+    return counts
+
+
+def _flip_share(augment: Callable[[Any, int], Any]) -> tuple[int, int, int, int, list[int]]:
     """The flips of :data:`FLIP_DRAWS` images augmented with :data:`FLIP_SEED` are within
     :data:`FLIPS_WITHIN` (probability 1/2 each; see settings for the error bounds).
 
@@ -163,10 +182,12 @@ def _flip_share(augment: Callable[[Any, int], Any]) -> tuple[int, int, int, int]
     Fewer than :data:`TWINS_ALIKE` of its :data:`TWIN_PAIRS` pairs of identical images got the
     same draws.
 
+    So do neighbouring images' draws agree about half the time (:func:`neighbour_agreements`).
+
     Returns:
         How many of them were flipped, flipped exactly when their shift was negative, and
-        shifted by less than MAX_DELTA / 2, and how many pairs of identical images got the
-        same draws.
+        shifted by less than MAX_DELTA / 2, how many pairs of identical images got the same
+        draws, and the neighbours' agreements.
     """
     what = f"the {FLIP_DRAWS} images of augment(images, seed={FLIP_SEED})"
     try:
@@ -201,6 +222,18 @@ def _flip_share(augment: Callable[[Any, int], Any]) -> tuple[int, int, int, int]
             f"{MAX_DELTA}], so half of them within +-{MAX_DELTA / 2}, but {central} of the "
             f"{FLIP_DRAWS} shifts of {what} were (expected {low}-{high}): draw the shift from "
             f"a uniform distribution, not a normal or truncated normal one")
+    neighbours = neighbour_agreements(flipped, shifts)
+    for pair, agreeing in zip(NEIGHBOUR_PAIRS, neighbours, strict=True):
+        if not low <= agreeing <= high:
+            first, second = ("flip" if part == "flip" else "shift sign"
+                             for part in pair.split("-"))
+            raise AssertionError(
+                f"augment: expected each image's draws unrelated to its neighbour's, but of "
+                f"{what}, {agreeing} of {FLIP_DRAWS - 1} images had a {first} that agreed with "
+                f"the next image's {second} (expected {low}-{high}, about half): seed each "
+                f"draw of each element from the seed and the element's own index, and keep "
+                f"the flip's seed apart from every element's shift seed (index + 1 is the next "
+                f"element's)")
     twins = twins_alike(flipped, shifts)
     if twins >= TWINS_ALIKE:
         raise AssertionError(
@@ -208,7 +241,7 @@ def _flip_share(augment: Callable[[Any, int], Any]) -> tuple[int, int, int, int]
             f"but {twins} of the {TWIN_PAIRS} pairs of identical images among {what} got the "
             f"same flip and the same shift (a correct answer: about 2.5e-6 per pair): seed "
             f"each element from the seed and its index (enumerate), not from its content")
-    return flips, agree, central, twins
+    return flips, agree, central, twins, neighbours
 
 
 def _collect(dataset: Any) -> np.ndarray:
@@ -244,13 +277,14 @@ def run_augment(augment: Callable[[Any, int], Any], *, trials: int = STRESS_TRIA
             "augment: seeds 11 and 12 gave the same images; expected the seed to choose the "
             "random shifts and flips.")
     _seeds_unrelated(shifts, more_shifts)
-    flips, agree, central, twins = _flip_share(augment)
+    flips, agree, central, twins, neighbours = _flip_share(augment)
     global_gaps = _global_seed_gaps(augment, reference)
     if one_thread is not None:
         one_thread.update({
             "shifts": [shifts, more_shifts], "flipped": [flipped, more_flipped],
             "seed_gap": float(np.max(np.abs(reference - other_seed))), "flips": flips,
             "flips_with_negative_shift": agree, "central_shifts": central,
+            "neighbours_agreeing": neighbours,
             "twins_alike": twins, "global_seed_gaps": global_gaps})
 
     def setup() -> dict[str, Any]:

@@ -63,8 +63,11 @@ MIN_SPREAD = 0.5 * 2 * MAX_DELTA
 #: The same band bounds two more Binomial(FLIP_DRAWS, 1/2) counts of those images, with the
 #: same error rates (augment._flip_share): the images flipped exactly when their shift is
 #: negative (the flip independent of the shift) and the shifts within +-MAX_DELTA / 2 (the
-#: shift uniform; a normal truncated at 2 standard deviations puts 72 % there). A correct
-#: answer fails one of the three with probability below 3 * 3.80e-8 = 1.2e-7.
+#: shift uniform; a normal truncated at 2 standard deviations puts 72 % there). So does it
+#: bound four Binomial(FLIP_DRAWS - 1, 1/2) counts of neighbouring images whose draws agree
+#: (augment.neighbour_agreements: image i's flip or shift sign with image i + 1's; 3.80e-8 at
+#: n = 2999 too): a flip seeded as the next image's shift agrees 2999 times. A correct answer
+#: fails one of the seven with probability below 7 * 3.80e-8 = 2.7e-7.
 FLIP_DRAWS = 3000
 #: Agreements, among the IMAGES - 1 one-position-apart pairs of seed 11's and seed 12's shifts,
 #: from which the seeds count as copies of each other moved by one position
@@ -105,6 +108,7 @@ SERVED_SCHEDULES, SERVED_DEVIATIONS, SERVED_SAMPLES = 3000, 2, 20
 SERVED_RECORDS = 4
 #: Schedules of the overlap run (OVERLAP_CALLS calls whose reads each wait for all the others):
 #: a lock held through the read deadlocks in the first schedule, and so does a semaphore that
-#: lets two reads in at once (three calls, not two: ``BoundedSemaphore(2)`` passed two, issue
-#: #32); a correct answer passes every one.
-OVERLAP_SCHEDULES, OVERLAP_CALLS = 20, 3
+#: lets fewer reads in at once than there are calls (nine calls: ``BoundedSemaphore(2)`` passed
+#: two, issue #32, and ``BoundedSemaphore(4)`` passed three, red team round 8); a correct
+#: answer passes every one.
+OVERLAP_SCHEDULES, OVERLAP_CALLS = 20, 9
