@@ -48,7 +48,7 @@ class _Base:
                  ) -> None:
         ctx = multiprocessing.get_context(self.method)
         self.block, shapes = _pack(weights)
-        self.requests, self.answers = ctx.Queue(), ctx.Queue()
+        self.requests, self.answers = self._queues(ctx)
         self.workers = [ctx.Process(target=target, args=(self._source(weights), shapes,
                                                          self.requests, self.answers))
                         for _ in range(workers)]
@@ -57,6 +57,9 @@ class _Base:
 
     def _source(self, weights: Any) -> Any:
         return self.block.name
+
+    def _queues(self, ctx: Any) -> tuple[Any, Any]:
+        return ctx.Queue(), ctx.Queue()
 
     def predict(self, tokens: Any) -> Any:
         self.requests.put((0, tokens))
@@ -241,6 +244,53 @@ class UnlockedIdPool(_Bookkept):
         return self._wait(done, box)
 
 
+class _OnManagerQueues:
+    """Requests and answers on a Manager's queues; close() shuts the manager down."""
+
+    def _queues(self, ctx: Any) -> tuple[Any, Any]:
+        self.manager = ctx.Manager()
+        return self.manager.Queue(), self.manager.Queue()
+
+    def close(self) -> None:
+        super().close()
+        self.manager.shutdown()
+
+
+class ManagerUnlockedIdPool(_OnManagerQueues, UnlockedIdPool):
+    """:class:`UnlockedIdPool` on a Manager's queues (red team round 8, 5/5 before: a pool with
+    a Manager was graded on real processes only)."""
+
+
+class ValueIdPool(_Bookkept):
+    """Ids from a ``multiprocessing.Value``, counted under its lock but read after it (red team
+    round 8, 5/5 before): two callers can read the same id."""
+
+    def __init__(self, weights: Any, workers: int = 2, target: Any = process_workers.serve
+                 ) -> None:
+        self.counter = multiprocessing.get_context("spawn").Value("i", 0)
+        super().__init__(weights, workers, target)
+
+    def predict(self, tokens: Any) -> Any:
+        done, box = threading.Event(), []
+        with self.counter.get_lock():
+            self.counter.value += 1
+        request_id = self.counter.value
+        with self.lock:
+            self.waiting[request_id] = (done, box)
+        self.requests.put((request_id, tokens))
+        return self._wait(done, box)
+
+
+class ReapingUnlockedIdPool(UnlockedIdPool):
+    """:class:`UnlockedIdPool` whose close() also reaps its workers with
+    ``multiprocessing.active_children()`` (red team round 8, 5/5 before: the explored stand-ins
+    had no ``active_children``, so the pool was graded on real processes only)."""
+
+    def close(self) -> None:
+        super().close()
+        multiprocessing.active_children()
+
+
 class FirstFreeIdPool(_Bookkept):
     """Check-then-act on the ids: looks for the first id nobody waits on, then takes it (each
     step under the lock, the pair not): two callers can pick the same free id."""
@@ -363,6 +413,11 @@ class IdleReaderPool(_Routed):
             future.set_result(output)
 
 
+class ManagerIdleReaderPool(_OnManagerQueues, IdleReaderPool):
+    """:class:`IdleReaderPool` on a Manager's queues (red team round 8, 5/5 before: its reader's
+    ``get(timeout=2)`` waits in the manager's connection, where the idle check saw no limit)."""
+
+
 class PredictTimeoutPool(_Routed):
     """``predict()`` waits for its answer with ``result(timeout=10)``: on a machine slow enough
     it raises instead of answering (red team round 4, p6_predict_timeout; the lesson says no
@@ -393,12 +448,13 @@ class LocalComputePool(_Base):
 
 LocalComputePool.decided_by_construction = True
 WRONG_POOLS = [ArrivalOrderPool, *lying(ReadLaterPool), IdleReaderPool, PredictTimeoutPool,
-               LocalComputePool]
+               LocalComputePool, ManagerIdleReaderPool]
 #: Pools whose bookkeeping (request ids, registered callers) is a check-then-act across the
 #: callers' threads and the collector: right on real processes in nearly every run, caught
 #: every run by the explored schedules with the processes stubbed.
 RACY_BOOKKEEPING_POOLS = [UnlockedIdPool, FirstFreeIdPool, RegisterAfterPutPool,
-                          ParkedAnswerPool, TokensIdPool]
+                          ParkedAnswerPool, TokensIdPool, ReapingUnlockedIdPool,
+                          ManagerUnlockedIdPool, ValueIdPool]
 #: Pools whose close() returns before the collector thread it started has ended: on real
 #: processes the collector usually ends within microseconds of close(); caught every run on
 #: stub workers, the collector held until close() joins it.
@@ -566,6 +622,21 @@ class ManagerQueuePool(_Routed):
     def close(self) -> None:
         super().close()
         self.manager.shutdown()
+
+
+class WithPipePool(ManagerQueuePool):
+    """:class:`ManagerQueuePool` that also opens a ``Pipe`` (closed by close()): the stubs model
+    no Pipe, so it is graded on real processes only."""
+
+    def __init__(self, weights: Any, workers: int = 2, target: Any = process_workers.serve
+                 ) -> None:
+        self.pipe = multiprocessing.get_context("spawn").Pipe()
+        super().__init__(weights, workers, target)
+
+    def close(self) -> None:
+        super().close()
+        for end in self.pipe:
+            end.close()
 
 
 CORRECT_POOLS = [QueuePerWorkerPool, ConditionPool, PollingPool, ManagerQueuePool]

@@ -218,7 +218,12 @@ def test_a_close_that_joins_or_starts_no_thread_lets_the_held_collector_go(answe
 
 
 def test_a_pool_the_stubs_do_not_model_is_graded_on_real_processes_only() -> None:
-    assert processes.explore_pool(answers.ManagerQueuePool) is None
+    assert processes.explore_pool(answers.WithPipePool) is None
+
+
+def test_a_pool_on_a_managers_queues_is_explored_and_passes() -> None:
+    result = processes.explore_pool(answers.ManagerQueuePool)
+    assert result is not None and result.ok, result
 
 
 def test_the_pools_names_are_its_own_again_after_exploring() -> None:

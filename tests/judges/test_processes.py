@@ -56,7 +56,7 @@ def test_a_pool_that_stopped_answering_once_idle_is_refused(observed):
 
 
 def test_a_pool_graded_on_real_processes_only_is_accepted_without_explorations():
-    seen = judged(processes.check_pool, answers.ManagerQueuePool)
+    seen = judged(processes.check_pool, answers.WithPipePool)
     assert seen["bookkeeping"] == [] and seen["closing"] is None
 
 

@@ -106,6 +106,8 @@ class _Stubs:
 
     eager: bool
     queues: list[StubQueue] = field(default_factory=list)
+    #: Every stub worker started in it (for ``active_children``).
+    processes: list[StubProcess] = field(default_factory=list)
     #: Timeouts of the pool's waits cut to a millisecond (under the scheduler; see
     #: :attr:`StubQueue.get`); :func:`closing_run` runs real threads and keeps them.
     cut: bool = True
@@ -257,6 +259,8 @@ class StubProcess:
             raise Unsupported("worker queues that are not multiprocessing queues")
         self._started = True
         self.pid = next(_PIDS)
+        if self._stubs is not None:
+            self._stubs.processes.append(self)
         if not self._eager:
             worker = threading.Thread(target=self._gather, args=(requests, answers), daemon=True)
             _STUB_THREADS.add(worker)
@@ -366,9 +370,8 @@ def _refuse(what: str, *args: Any, **kwargs: Any) -> Any:
 
 
 #: What a stub context refuses: the pool is then graded on real processes only.
-_UNSUPPORTED = frozenset({"Manager", "Pool", "Pipe", "Value", "Array", "RawValue", "RawArray",
-                          "set_start_method", "set_executable", "set_forkserver_preload",
-                          "active_children", "parent_process"})
+_UNSUPPORTED = frozenset({"Pool", "Pipe", "Array", "RawArray",
+                          "set_start_method", "set_executable", "set_forkserver_preload"})
 
 
 class StubContext:
@@ -398,6 +401,14 @@ class StubContext:
 
     def cpu_count(self) -> int:
         return multiprocessing.cpu_count()
+
+    def active_children(self) -> list[StubProcess]:
+        """As ``multiprocessing.active_children``: the stub workers still running."""
+        return [process for process in self._stubs.processes if process.is_alive()]
+
+    def parent_process(self) -> None:
+        """As ``multiprocessing.parent_process`` in the main process."""
+        return None
 
     def current_process(self) -> Any:
         return multiprocessing.current_process()
@@ -432,6 +443,86 @@ class StubContext:
     def Barrier(self, parties: int, action: Any = None,  # noqa: N802
                 timeout: float | None = None) -> Any:
         return threading.Barrier(parties, action, timeout)
+
+    def Value(self, typecode: Any, value: Any = 0, *, lock: Any = True) -> StubValue:  # noqa: N802
+        return StubValue(value, lock)
+
+    def RawValue(self, typecode: Any, value: Any = 0) -> StubValue:  # noqa: N802
+        return StubValue(value, False)
+
+    def Manager(self) -> StubManager:  # noqa: N802
+        return StubManager(self)
+
+
+class StubValue:
+    """A ``multiprocessing.Value`` (or a manager's ``Value`` proxy) in this process: ``value``
+    read and written as an attribute (each a step of its own, as a shared ctypes value's are),
+    ``get()``/``set()``, and ``get_lock()`` (an RLock, as the real default) unless made
+    without one."""
+
+    def __init__(self, value: Any, lock: Any = True) -> None:
+        self.value = value
+        self._lock = threading.RLock() if lock is True else lock or None
+
+    def get_lock(self) -> Any:
+        if self._lock is None:
+            raise AttributeError("a Value made with lock=False has no get_lock()")
+        return self._lock
+
+    def get(self) -> Any:
+        return self.value
+
+    def set(self, value: Any) -> None:
+        self.value = value
+
+
+class StubManager:
+    """A ``multiprocessing.Manager()`` whose proxies live in this process: its queues are the
+    context's stub queues, its locks, events and values the threading ones."""
+
+    def __init__(self, context: StubContext) -> None:
+        self._context = context
+
+    def __enter__(self) -> StubManager:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    def start(self, *args: Any, **kwargs: Any) -> None:
+        """Nothing to start: the proxies are local."""
+
+    def shutdown(self) -> None:
+        """Nothing to stop."""
+
+    def join(self, timeout: float | None = None) -> None:
+        """Nothing to wait for."""
+
+    def Queue(self, maxsize: int = 0) -> StubQueue:  # noqa: N802
+        return self._context.Queue(maxsize)
+
+    def JoinableQueue(self, maxsize: int = 0) -> StubQueue:  # noqa: N802
+        return self._context.JoinableQueue(maxsize)
+
+    def Value(self, typecode: Any, value: Any = 0, lock: Any = True) -> StubValue:  # noqa: N802
+        return StubValue(value, False)
+
+    def dict(self, *args: Any, **kwargs: Any) -> dict:
+        return dict(*args, **kwargs)
+
+    def list(self, sequence: Any = ()) -> list:
+        return list(sequence)
+
+    def Namespace(self) -> types.SimpleNamespace:  # noqa: N802
+        return types.SimpleNamespace()
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("Lock", "RLock", "Event", "Condition", "Semaphore", "BoundedSemaphore",
+                    "Barrier"):
+            return getattr(self._context, name)
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return functools.partial(_refuse, f"a Manager's {name}")
 
 
 class StubModule(types.ModuleType):

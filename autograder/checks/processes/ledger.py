@@ -406,12 +406,31 @@ def waiting(thread: threading.Thread) -> Waiting:
     while frame is not None and _library(frame.f_code):
         call = frame
         timeout = frame.f_locals.get("timeout")
+        if timeout is None and frame.f_code.co_name == "_callmethod":
+            timeout = _proxied_timeout(frame.f_locals)
         if isinstance(timeout, (int, float)) and not isinstance(timeout, bool) \
                 and timeout >= 0:
             limit = timeout  # the outermost one wins: what the answer passed
         frame = frame.f_back
     target = call.f_locals.get("self", call.f_code)
     return Waiting(True, limit, call, target)
+
+
+#: Where a manager proxy's blocking methods take their timeout among their positional arguments.
+_PROXIED_TIMEOUT_AT = {"get": 1, "put": 2, "acquire": 1, "wait": 0, "join": 0}
+
+
+def _proxied_timeout(local: dict) -> Any:
+    """The timeout a manager proxy's call passes on (``BaseProxy._callmethod``'s ``kwds`` or
+    ``args``): ``manager.Queue().get(timeout=5)`` waits in the proxy's connection, where no
+    frame has a ``timeout`` of its own."""
+    kwds, args = local.get("kwds"), local.get("args")
+    if type(kwds) is dict and "timeout" in kwds:
+        return kwds["timeout"]
+    at = _PROXIED_TIMEOUT_AT.get(local.get("methodname"))
+    if at is not None and type(args) is tuple and len(args) > at:
+        return args[at]
+    return None
 
 
 def waits_without_limit(thread: threading.Thread, *,
