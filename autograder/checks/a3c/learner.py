@@ -137,7 +137,7 @@ class LearnerTrial:
     gradients: list[list[list[np.ndarray]]]
     before: set[threading.Thread] = field(default_factory=set)
     ready: Any = None
-    left_at_close: list[str] = field(default_factory=list)
+    left_at_close: list[str] | None = None
     calls: list[tuple[int, float, float]] = field(default_factory=list)
 
 
@@ -165,6 +165,9 @@ def _check(trial: LearnerTrial, observed: list | None = None, *, closed: bool = 
     calls = list(trial.calls)
     overlap = _overlapping(calls)
     if closed:
+        if trial.left_at_close is None:  # fail closed: what close() left was never seen
+            raise AssertionError("expected the explored close() to return, but its caller never "
+                                 "got past it")
         finished, left = True, trial.left_at_close
     else:
         close = getattr(trial.learner, "close", None)
