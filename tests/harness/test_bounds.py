@@ -114,10 +114,23 @@ def test_a_timed_acquire_that_retries_passes_and_gives_up_at_once():
     assert result.bound, result.message
 
 
-def _crossed_moves(move):
-    """Two threads that each take their own lock, then the other's."""
+def _crossed_moves(pause_s):
+    """Two threads that each take their own lock, then try the other's with a timeout; when
+    it gives up, each lets go of its own and tries again (after ``time.sleep(pause_s)``, or at
+    once when ``pause_s`` is None)."""
     def setup():
         return SimpleNamespace(locks=(threading.Lock(), threading.Lock()), moved=[])
+
+    def move(state, mine):
+        first, second = state.locks[mine], state.locks[1 - mine]
+        while True:
+            with first:
+                if second.acquire(timeout=0.5):
+                    state.moved.append(mine)
+                    second.release()
+                    return
+            if pause_s is not None:
+                time.sleep(pause_s)
 
     def check(state):
         assert sorted(state.moved) == [0, 1], f"moved {state.moved}"
@@ -126,32 +139,13 @@ def _crossed_moves(move):
 
 
 def test_a_retry_that_lets_go_and_sleeps_lets_the_other_thread_take_the_lock():
-    def move(state, mine):
-        first, second = state.locks[mine], state.locks[1 - mine]
-        while True:
-            with first:
-                if second.acquire(timeout=0.5):
-                    state.moved.append(mine)
-                    second.release()
-                    return
-            time.sleep(0.001)
-
-    result = explore(*_crossed_moves(move), max_schedules=300, timeout_s=20)
+    result = explore(*_crossed_moves(0.001), max_schedules=300, timeout_s=20)
     assert result.ok, result.message
     assert result.bound, result.message
 
 
 def test_a_retry_that_takes_its_lock_back_at_once_livelocks_under_the_scheduler():
-    def move(state, mine):
-        first, second = state.locks[mine], state.locks[1 - mine]
-        while True:
-            with first:
-                if second.acquire(timeout=0.5):
-                    state.moved.append(mine)
-                    second.release()
-                    return
-
-    result = explore(*_crossed_moves(move), max_schedules=300, timeout_s=3)
+    result = explore(*_crossed_moves(None), max_schedules=300, timeout_s=3)
     assert result.verdict == "timeout", result.message
 
 
