@@ -361,9 +361,10 @@ claim("explore found the race with every seed; the aligned stress test in no run
 # - starting the threads together, and giving each enough work to overlap;
 # - which invariant a reader can check *while* writers run, not only at the end;
 # - what a correct ledger may legally return (a snapshot taken before any record, for one);
-# - waiting for every thread you start before you check what it saw: on one correct ledger the
-#   grader keeps your reader inside `totals()` until your test joins it, so a test that
-#   returns without `join()` (or sleeps instead) fails every time.
+# - waiting for every thread you start before you check what it saw: on one racy ledger the
+#   grader keeps your reader inside `totals()` until your test joins it, and only that last
+#   call returns a torn snapshot, so a test that returns without `join()` (or sleeps
+#   instead), or checks what its reader saw before joining it, fails every time.
 #
 # Use `stress_tests.batch(rows)` to make a batch.
 

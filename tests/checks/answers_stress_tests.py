@@ -144,10 +144,11 @@ def one_writer_with_reader(make_ledger: Any) -> None:
     _hammer(make_ledger, threads=1, records=300, barrier=True, reader=True)
 
 
-def _reader_waited_for(make_ledger: Any, wait_for_reader: Callable[[threading.Thread], None]
-                       ) -> None:
+def _reader_waited_for(make_ledger: Any, wait_for_reader: Callable[[threading.Thread], None],
+                       *, check_first: bool = False) -> None:
     """A good hammer (4 writers, a reader that checks every snapshot) whose main thread waits
-    for the reader with ``wait_for_reader(reader)`` once the writers are done."""
+    for the reader with ``wait_for_reader(reader)`` once the writers are done (after its checks
+    when ``check_first``)."""
     ledger = make_ledger()
     data = batch(ROWS)
     start = threading.Barrier(5)
@@ -174,9 +175,13 @@ def _reader_waited_for(make_ledger: Any, wait_for_reader: Callable[[threading.Th
     for thread in writers:
         thread.join()
     writing.clear()
-    wait_for_reader(reader)
-    assert not torn, f"torn snapshots: {torn[:3]}"
-    assert ledger.totals() == (400, ROWS * 400), ledger.totals()
+    try:
+        if not check_first:
+            wait_for_reader(reader)
+        assert not torn, f"torn snapshots: {torn[:3]}"
+        assert ledger.totals() == (400, ROWS * 400), ledger.totals()
+    finally:
+        wait_for_reader(reader)
 
 
 def reader_spins_writers_never_start(make_ledger: Any) -> None:
@@ -212,6 +217,12 @@ def reader_not_joined(make_ledger: Any) -> None:
 def reader_sleep_instead_of_join(make_ledger: Any) -> None:
     """Wrong: a short sleep stands in for the reader's join (``join_to_sleep``)."""
     _reader_waited_for(make_ledger, lambda reader: time.sleep(0.01))
+
+
+def reader_joined_after_the_checks(make_ledger: Any) -> None:
+    """Wrong (round 8, 5/5 before): checks what the reader saw, then joins the reader in a
+    ``finally``: a torn snapshot the reader takes after the checks is never looked at."""
+    _reader_waited_for(make_ledger, lambda reader: reader.join(), check_first=True)
 
 
 def judged_by_its_documentation(make_ledger: Any) -> None:
@@ -253,6 +264,8 @@ WRONG_STRESS = [single_thread, few_threads_no_barrier, final_totals_only, strict
                 judged_by_its_class_after_a_token_load]
 judged_by_its_documentation.decided_by_construction = True
 WRONG_STRESS.append(reader_checks_one_side)
+WRONG_STRESS.append(reader_joined_after_the_checks)
+reader_joined_after_the_checks.decided_by_construction = True  # the held read tears, every run
 reader_checks_one_side.decided_by_construction = True  # RowsFirstLedger never tears its way
 judged_by_its_class_after_a_token_load.decided_by_construction = True
 

@@ -75,12 +75,18 @@ def test_a_racy_ledger_failed_without_two_of_its_calls_at_once_is_refused(observ
 
 def test_a_stress_test_that_returned_before_its_reader_ended_is_refused(observed):
     seen = observed["check_stress_test"]
-    assert seen["joined"]["held"] and seen["joined"]["released_by"] == "join"
-    left_running = {**seen["joined"], "returned_while_held": True, "released_by": "finish"}
+    joined = seen["joined"]
+    assert joined["held"] and joined["released_by"] == "join"
+    assert joined["torn"] and joined["verdict"] == "raised"
+    left_running = {**joined, "returned_while_held": True, "released_by": "finish"}
     with pytest.raises(Rejected, match="still held"):
         judge.check_stress_test({**seen, "joined": left_running})
-    with pytest.raises(Rejected, match="held-reader ledger"):
-        judge.check_stress_test({**seen, "joined": {**seen["joined"], "verdict": "raised"}})
+    with pytest.raises(Rejected, match="held-reader ledger \\(its held read torn\\): the test "
+                                       "returned, not raised"):
+        judge.check_stress_test({**seen, "joined": {**joined, "verdict": "returned"}})
+    with pytest.raises(Rejected, match="held-reader ledger \\(correct\\): the test raised"):
+        judge.check_stress_test({**seen, "joined": {**joined, "torn": False}})
+    judge.check_stress_test({**seen, "joined": {**joined, "torn": False, "verdict": "returned"}})
     with pytest.raises(Rejected, match="how its reader went on"):
         judge.check_stress_test({**seen, "joined": {**seen["joined"], "released_by": "luck"}})
 

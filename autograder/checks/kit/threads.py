@@ -159,15 +159,20 @@ class JoinProbe:
         """The answer's threads did work (a quiet waiter is not yet stuck on the held one)."""
         self._last = time.perf_counter()
 
-    def hold(self) -> None:
-        """Called in the answer's thread, by grader code: the first one stops here."""
+    def hold(self) -> bool:
+        """Called in the answer's thread, by grader code: the first one stops here.
+
+        Returns:
+            True when this call was the one held (it returns once released).
+        """
         me = threading.current_thread()
         with self._lock:
             if not self._armed or self.held is not None or me is self._waiter:
-                return
+                return False
             self.held = me
         if not self._gate.wait(self.limit_s):
             self._release("timeout")
+        return True
 
     def watch(self) -> None:
         """Release the held thread when the waiter joins it or waits quietly; returns once
@@ -193,9 +198,9 @@ class JoinProbe:
     def _release(self, why: str) -> None:
         with self._lock:
             if not self._gate.is_set():
-                self._gate.set()
                 if self.held is not None:
-                    self.released_by = why
+                    self.released_by = why  # before the gate: the held thread reads it
+                self._gate.set()
 
 
 class Overlap:

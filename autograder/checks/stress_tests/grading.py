@@ -41,7 +41,8 @@ def check_stress_test(test: Callable[[Callable[[], Any]], Any], **kwargs: Any) -
                              "verdict": row["verdict"], "overlap": row["overlap"]}
                             for row in rows],
                 "joined": {key: joined[key] for key in
-                           ("verdict", "held", "released_by", "returned_while_held")},
+                           ("verdict", "held", "released_by", "returned_while_held",
+                            "torn")},
                 "racy_once": {key: once[key] for key in ("verdict", "overlap", "writes")}})
         return
     missed = sum(row["racy"] and row["verdict"] == "returned" for row in wrong)
@@ -70,16 +71,29 @@ def check_stress_test(test: Callable[[Callable[[], Any]], Any], **kwargs: Any) -
 
 
 def _require_joined(joined: dict[str, Any]) -> None:
-    """The last run (a correct ledger, its first reader thread held until the test joins it):
-    the test passed it and did not return while that thread still ran."""
+    """The held-reader run (its first reader thread held until the test joins it, and then
+    given the ledger's only torn snapshot): the test did not return while that thread still
+    ran, and failed the ledger exactly when the torn snapshot was given."""
     if joined["returned_while_held"]:
         raise AssertionError(
             "stress_ledger: your test returned while a thread it started was still running: "
-            "on a correct ledger, the grader held your reader thread inside totals() until "
-            "your test joined it, and your test returned without waiting for it (no join(), "
-            "or a sleep instead): expected your test to join every thread it starts before "
-            "it checks what they saw, since a reader still running then can miss the torn "
-            "snapshot it was about to see.")
+            "the grader held your reader thread inside totals() until your test joined it, "
+            "and your test returned without waiting for it (no join(), or a sleep instead): "
+            "expected your test to join every thread it starts before it checks what they "
+            "saw, since a reader still running then can miss the torn snapshot it was about "
+            "to see.")
+    if joined["torn"]:
+        if joined["verdict"] == "raised":
+            return
+        said = ("passed it" if joined["verdict"] == "returned"
+                else f"hung ({joined['detail']})")
+        raise AssertionError(
+            "stress_ledger: on one more racy ledger, the grader held your reader thread inside "
+            "totals() until your test waited for it, and that call returned the ledger's only "
+            f"torn snapshot; your test {said}: it checked what its reader saw before it joined "
+            "the reader (or never checked that snapshot, or retried on a fresh ledger): "
+            "expected your test to join every thread it starts, then check every snapshot "
+            "its reader took.")
     if joined["verdict"] != "returned":
         said = {"raised": f"failed it ({joined['detail']})",
                 "hung": f"hung ({joined['detail']})"}[joined["verdict"]]

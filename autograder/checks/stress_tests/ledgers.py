@@ -400,25 +400,43 @@ def racy_once(overlap: Overlap, writes: Overlap, revoked: threading.Event | None
     return opaque(make_ledger)
 
 
-def held_reader(probe: Any, revoked: threading.Event | None = None) -> Callable[[], Any]:
-    """A factory of correct ledgers (:class:`LockedLedger`'s, costed and anonymous) whose first
-    reader thread is held by ``probe`` (a :class:`~autograder.checks.kit.JoinProbe`): a thread
-    that calls ``totals()`` without having recorded stops there until the test waits for it.
-    Every ``record()`` counts as progress."""
+def held_reader(probe: Any, revoked: threading.Event | None = None,
+                seen: dict[str, Any] | None = None) -> Callable[[], Any]:
+    """A factory of ledgers whose first reader thread is held by ``probe`` (a
+    :class:`~autograder.checks.kit.JoinProbe`): a thread that calls ``totals()`` without having
+    recorded stops there until the test waits for it. Every ``record()`` counts as progress.
+
+    The ledgers are :class:`LockedLedger`'s (costed and anonymous) but for that one held call:
+    when the test waited for it (a join, or a quiet wait) after at least one ``record()``, it
+    returns a torn snapshot, the last record's request counted and its rows not yet. So the
+    race shows only to a test that checks what its reader saw after waiting for the reader.
+    ``seen["torn"]`` says whether it did (else every snapshot was whole: the ledger was correct).
+    """
     writers: set[int] = set()
+    if seen is not None:
+        seen["torn"] = False
 
     def record(self: Any, data: Any) -> None:
         if revoked is not None and revoked.is_set():
             _revoked()
         writers.add(threading.get_ident())
         probe.progress()
-        LockedLedger.record(self, data)
+        n = _rows_of(data)
+        with self.lock:
+            self.requests += 1
+            self.rows += n
+            self.last_rows = n
 
     def totals(self: Any) -> tuple[int, int]:
         if revoked is not None and revoked.is_set():
             _revoked()
-        if threading.get_ident() not in writers:
-            probe.hold()
+        held = threading.get_ident() not in writers and probe.hold()
+        if held and probe.released_by in ("join", "quiet"):
+            with self.lock:
+                if self.requests:
+                    if seen is not None:
+                        seen["torn"] = True
+                    return self.requests, self.rows - self.last_rows
         return _costed_totals(self)
 
     hidden = type("Ledger", (LockedLedger,), {"__doc__": "A ledger (record, totals).",

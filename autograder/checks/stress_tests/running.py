@@ -87,19 +87,21 @@ def grade_against(test: Callable[[Callable[[], Any]], Any], *, racy: Sequence[ty
 
 def joined_run(test: Callable[[Callable[[], Any]], Any], *, budget_s: float = BUDGET_S
                ) -> dict[str, Any]:
-    """Run ``test`` once more, on a correct ledger whose first reader thread is held until the
-    test joins it (:func:`held_reader`, :class:`~autograder.checks.kit.JoinProbe`).
+    """Run ``test`` once more, on a ledger whose first reader thread is held until the test
+    joins it, and whose only torn snapshot is the one that held call returns
+    (:func:`held_reader`, :class:`~autograder.checks.kit.JoinProbe`).
 
     A test that returns without joining its reader (or sleeps instead) returns while that
-    reader is certainly still inside ``totals()``: a torn snapshot it was about to see would be
-    missed. Returns ``verdict`` and ``detail`` (as :func:`run_bounded`), ``held`` (a reader
-    thread was held), ``released_by`` (how it went on: the probe's word) and
-    ``returned_while_held``.
+    reader is certainly still inside ``totals()``; one that checks what its reader saw before
+    joining it never looks at that snapshot: either misses the tear. Returns ``verdict`` and
+    ``detail`` (as :func:`run_bounded`), ``held`` (a reader thread was held), ``released_by``
+    (how it went on: the probe's word), ``returned_while_held`` and ``torn`` (the held call
+    returned a torn snapshot: the test was expected to fail this ledger).
     """
     probe = JoinProbe(JOIN_QUIET_S, budget_s)
     revoked = threading.Event()
-    make_ledger = held_reader(probe, revoked)
     seen: dict[str, Any] = {"returned_while_held": False}
+    make_ledger = held_reader(probe, revoked, seen)
 
     def run() -> None:
         probe.arm(threading.current_thread())
@@ -117,7 +119,8 @@ def joined_run(test: Callable[[Callable[[], Any]], Any], *, budget_s: float = BU
     watcher.join(1.0)
     return {"verdict": verdict, "detail": detail, "seconds": seconds,
             "held": probe.held is not None, "released_by": probe.released_by,
-            "returned_while_held": bool(seen["returned_while_held"])}
+            "returned_while_held": bool(seen["returned_while_held"]),
+            "torn": bool(seen["torn"])}
 
 
 def racy_once_run(test: Callable[[Callable[[], Any]], Any], *, budget_s: float = BUDGET_S
