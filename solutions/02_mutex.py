@@ -546,7 +546,7 @@ mutex.check_metrics(ServerMetrics)
 # ### Exercise 2: a cache that computes each entry exactly once
 #
 # Write `PredictionCache(compute)`. `get(key)` returns `compute(key)`, computed once per key
-# and then kept:
+# and then kept, however many keys it holds (no eviction):
 #
 # - when several threads miss the same key at the same time, `compute(key)` still runs only
 #   once; the others wait for it and all get the very same object;

@@ -21,6 +21,8 @@ FINAL_SNAPSHOT = [4, 2, 2, 2 * OK_LATENCY_S + 2 * ERROR_LATENCY_S]
 #: PredictionCache: the keys asked for, and how many gets of each.
 SLOW_KEY, FAST_PREFIX = "slow", "fast-"
 SLOW_GETS, FAST_GETS = 2, 1
+#: PredictionCache: the keys the one-thread run gets twice each (a cache keeps them all).
+KEPT_KEYS = 300
 #: move_slots: free slots of each replica at the start, slots each move moves, and what the
 #: two one-thread moves return and leave (moved, source's slots, destination's slots).
 SLOTS_EACH = 2
@@ -84,6 +86,12 @@ def check_cache(seen: dict) -> None:
     fast = field(seen, "fast_key", str)
     expect(fast.startswith(FAST_PREFIX) and fast[len(FAST_PREFIX):].isdigit(),
            f"the other key {fast!r} is not one the check makes")
+    kept = field(seen, "kept", dict)
+    keys = field(kept, "keys", int)
+    expect(keys == KEPT_KEYS, f"the one-thread run got {keys} keys, not the graded {KEPT_KEYS}")
+    expect(field(kept, "computed", int) == KEPT_KEYS and field(kept, "same", int) == KEPT_KEYS,
+           f"on one thread, {KEPT_KEYS} keys got twice ran compute {kept['computed']} times "
+           f"and gave the same object {kept['same']} times: not each key computed once, kept")
     for number, run in enumerate(_explored(seen), 1):
         computed = items(run, "computed", (str, type(None)), at_least=0, at_most=1000)
         expect(None not in computed and sorted(computed) == sorted([SLOW_KEY, fast]),

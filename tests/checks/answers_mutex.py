@@ -374,6 +374,33 @@ class ThousandStripesCache(StripedLocksCache):
 
 ThousandStripesCache.decided_by_construction = True  # the keys' hashes are equal
 
+
+class EvictingFutureCache(FutureCache):
+    """Wrong (red team round 9, 4/4 before): the Future cache with LRU eviction at 256 keys,
+    "so that it cannot grow for ever": an evicted key is computed again and comes back as
+    another object, against "computed once per key and then kept"."""
+
+    LIMIT = 256
+
+    def get(self, key: Any) -> Any:
+        with self._lock:
+            future = self._futures.pop(key, None)
+            mine = future is None
+            if mine:
+                future = concurrent.futures.Future()
+            self._futures[key] = future  # most recently used last
+            while len(self._futures) > self.LIMIT:
+                del self._futures[next(iter(self._futures))]
+        if mine:
+            try:
+                future.set_result(self._compute(key))
+            except BaseException as error:
+                future.set_exception(error)
+        return future.result()
+
+
+EvictingFutureCache.decided_by_construction = True  # the one-thread run, every run
+
 WRONG_CACHES = [
     NoLockCache,
     LockPerCallCache,
@@ -383,6 +410,7 @@ WRONG_CACHES = [
     GlobalLockCache,
     StripedLocksCache,
     ThousandStripesCache,
+    EvictingFutureCache,
 ]
 CORRECT_CACHES = [FutureCache, SetdefaultKeyLockCache]
 

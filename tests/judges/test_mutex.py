@@ -55,6 +55,17 @@ def test_a_report_without_its_schedules_is_refused(observed, check):
         getattr(judge, check)(seen)
 
 
+def test_a_cache_that_computed_a_key_again_on_one_thread_is_refused(observed):
+    seen = observed["check_cache"]
+    assert seen["kept"] == {"keys": 300, "computed": 300, "same": 300}
+    with pytest.raises(Rejected, match="not each key computed once, kept"):
+        judge.check_cache({**seen, "kept": {"keys": 300, "computed": 344, "same": 256}})
+    with pytest.raises(Rejected, match="not the graded 300"):
+        judge.check_cache({**seen, "kept": {"keys": 2, "computed": 2, "same": 2}})
+    with pytest.raises(Malformed, match="'kept' is missing"):
+        judge.check_cache({k: v for k, v in seen.items() if k != "kept"})
+
+
 def test_a_lost_update_or_a_torn_snapshot_in_one_schedule_is_refused(observed):
     seen = observed["check_metrics"]
     with pytest.raises(Rejected, match="an update was lost"):
@@ -122,6 +133,7 @@ def test_the_judges_constants_are_the_checks_settings():
     assert (judge.OK_LATENCY_S, judge.ERROR_LATENCY_S) == (mutex.OK_LATENCY_S,
                                                            mutex.ERROR_LATENCY_S)
     assert (judge.SLOW_KEY, judge.FAST_PREFIX) == (mutex.SLOW_KEY, mutex.FAST_PREFIX)
+    assert judge.KEPT_KEYS == mutex.KEPT_KEYS
     assert (judge.SLOTS_EACH, judge.MOVE) == (mutex.SLOTS_EACH, mutex.MOVE)
     assert (judge.OLD_VERSION, judge.NEW_VERSION, judge.EXAMPLE) == (
         mutex.OLD_VERSION, mutex.NEW_VERSION, mutex.EXAMPLE)

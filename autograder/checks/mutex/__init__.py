@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from autograder.checks.kit import run_threads
 from autograder.checks.mutex.grading import (
+    KEPT_KEYS,
     check_cache,
     check_metrics,
     check_model_slot,
@@ -82,7 +83,8 @@ __all__ = [
     "torn_snapshots",
     # the four exercises
     "ERROR_LATENCY_S", "OK_LATENCY_S", "MetricsRun", "run_metrics",
-    "FAST_PREFIX", "SLOW_KEY", "STRIPES_COVERED", "CacheRun", "fast_key", "run_cache",
+    "FAST_PREFIX", "KEPT_KEYS", "SLOW_KEY", "STRIPES_COVERED", "CacheRun", "fast_key",
+    "run_cache",
     "MOVE", "SLOTS_EACH", "Replica", "SlotsRun", "run_move_slots",
     "BAD", "EXAMPLE", "NEW_VERSION", "OLD_VERSION", "FakeModel", "SlotRun", "run_model_slot",
     # graders

@@ -75,16 +75,47 @@ def check_metrics(metrics_class: Callable[[], Any], **kwargs: Any) -> None:
             **_explored(result, runs)})
 
 
+#: Keys the one-thread run gets twice each: a cache that evicts (an LRU of 128 or 256
+#: entries) computes some of them again.
+KEPT_KEYS = 300
+
+
+def _kept(cache_class: Callable[[Callable[[str], Any]], Any]) -> dict[str, int]:
+    """On one thread, get :data:`KEPT_KEYS` keys, then each again: how many ``compute`` calls
+    ran, and how many second gets returned the very object the first one did."""
+    calls = [0]
+
+    def compute(key: str) -> list:
+        calls[0] += 1
+        return [key]
+
+    cache = cache_class(compute)
+    keys = [f"key-{n}" for n in range(KEPT_KEYS)]
+    first = [cache.get(key) for key in keys]
+    same = sum(cache.get(key) is value for key, value in zip(keys, first, strict=True))
+    return {"keys": KEPT_KEYS, "computed": calls[0], "same": same}
+
+
 def check_cache(cache_class: Callable[[Callable[[str], Any]], Any], **kwargs: Any) -> None:
-    """Grade a prediction cache class (see :func:`run_cache`)."""
+    """Grade a prediction cache class: on one thread it keeps every value it computed; then
+    :func:`run_cache`."""
     smoke("PredictionCache", lambda: cache_class(lambda key: (key, 0)).get(fast_key()))
+    kept: dict[str, int] = {}
+    smoke("PredictionCache", lambda: kept.update(_kept(cache_class)))
+    if (kept["computed"], kept["same"]) != (KEPT_KEYS, KEPT_KEYS):
+        raise AssertionError(
+            f"PredictionCache: on one thread, get() of {KEPT_KEYS} keys and then of each "
+            f"again ran compute {kept['computed']} times, and {kept['same']} of the second "
+            f"gets returned the object the first one did; expected {KEPT_KEYS} computes and "
+            "the very same object every time: each key is computed once and then kept (a "
+            "cache that evicts, such as an LRU, computes an evicted key again)")
     deadlock = ("get() waits for a lock that is never released, or for a lock its own "
                 "thread already holds.")
     runs: list = []
     result = run_cache(cache_class, observed=runs, **kwargs)
     require(result, exercise="PredictionCache", hints={"deadlock": deadlock},
             again=call_text("mutex.run_cache", "PredictionCache", **kwargs))
-    report({"fast_key": fast_key(), **_explored(result, runs)})
+    report({"fast_key": fast_key(), "kept": kept, **_explored(result, runs)})
 
 
 def check_move_slots(move_slots: Callable[[Any, Any, int], Any], **kwargs: Any) -> None:
