@@ -551,7 +551,9 @@ mutex.check_metrics(ServerMetrics)
 # - when several threads miss the same key at the same time, `compute(key)` still runs only
 #   once; the others wait for it and all get the very same object;
 # - while one key is being computed (it may take a while: a feature-store lookup, a big
-#   batch), `get` for *other* keys must not wait for it.
+#   batch), `get` for *other* keys must not wait for it;
+# - when `compute(key)` raises, no `get` may wait for ever: each one waiting for that key, or
+#   asking for it later, raises an error or computes the key again.
 #
 # The second rule rules out the obvious fix, one lock held around the whole of `get`: think
 # about what each lock protects, and for how long it is held.

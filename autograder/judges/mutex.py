@@ -104,6 +104,12 @@ def check_cache(seen: dict) -> None:
                f"schedule {number}: the gets returned values of {slow} and {got}")
         expect(field(run, "same_object", bool) is True,
                f"schedule {number}: the two get({SLOW_KEY!r}) returned different objects")
+    failing = field(seen, "failing", dict)
+    for number, run in enumerate(_explored(failing), 1):
+        outcomes = items(run, "outcomes", str, at_least=2, at_most=2)
+        expect(set(outcomes) <= {"raised", "value"},
+               f"failing-build schedule {number}: the gets ended {outcomes}, not each with the "
+               "key's value or an error")
 
 
 def check_move_slots(seen: dict) -> None:

@@ -401,6 +401,33 @@ class EvictingFutureCache(FutureCache):
 
 EvictingFutureCache.decided_by_construction = True  # the one-thread run, every run
 
+
+class EventNoFinallyCache:
+    """Wrong (red team round 9, 4/4 before): one Event per key, set once the value is stored,
+    but no try/finally around compute: when compute raises, the Event is never set, and every
+    get of that key, waiting or later, waits for ever."""
+
+    def __init__(self, compute: Any) -> None:
+        self._compute = compute
+        self._values: dict[Any, Any] = {}
+        self._events: dict[Any, threading.Event] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: Any) -> Any:
+        with self._lock:
+            event = self._events.get(key)
+            mine = event is None
+            if mine:
+                event = self._events[key] = threading.Event()
+        if mine:
+            self._values[key] = self._compute(key)
+            event.set()
+        event.wait()
+        return self._values[key]
+
+
+EventNoFinallyCache.decided_by_construction = True  # a deadlock the search always reaches
+
 WRONG_CACHES = [
     NoLockCache,
     LockPerCallCache,
@@ -411,6 +438,7 @@ WRONG_CACHES = [
     StripedLocksCache,
     ThousandStripesCache,
     EvictingFutureCache,
+    EventNoFinallyCache,
 ]
 CORRECT_CACHES = [FutureCache, SetdefaultKeyLockCache]
 

@@ -66,6 +66,23 @@ def test_a_cache_that_computed_a_key_again_on_one_thread_is_refused(observed):
         judge.check_cache({k: v for k, v in seen.items() if k != "kept"})
 
 
+def test_a_get_that_hung_or_made_up_a_value_after_a_failed_build_is_refused(observed):
+    seen = observed["check_cache"]
+    failing = seen["failing"]
+    assert {o for run in failing["runs"] for o in run["outcomes"]} <= {"raised", "value"}
+    forged = copy.deepcopy(seen)
+    forged["failing"]["runs"][1]["outcomes"] = ["raised", "other"]
+    with pytest.raises(Rejected, match="failing-build schedule 2: the gets ended"):
+        judge.check_cache(forged)
+    forged = copy.deepcopy(seen)
+    forged["failing"]["runs"][0]["outcomes"] = ["raised"]  # the other get never ended
+    with pytest.raises(Malformed, match="'outcomes' holds 1"):
+        judge.check_cache(forged)
+    with pytest.raises(Rejected, match="not a complete graded search"):
+        judge.check_cache({**seen, "failing": {**failing, "schedules": 1, "covered": False,
+                                                "runs": failing["runs"][:1]}})
+
+
 def test_a_lost_update_or_a_torn_snapshot_in_one_schedule_is_refused(observed):
     seen = observed["check_metrics"]
     with pytest.raises(Rejected, match="an update was lost"):

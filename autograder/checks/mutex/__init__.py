@@ -64,12 +64,16 @@ from autograder.checks.mutex.model_slot import (
     run_model_slot,
 )
 from autograder.checks.mutex.prediction_cache import (
+    FAILING_KEY,
     FAST_PREFIX,
     SLOW_KEY,
     STRIPES_COVERED,
     CacheRun,
+    ComputeFailed,
+    FailingRun,
     fast_key,
     run_cache,
+    run_cache_failing,
 )
 from autograder.checks.mutex.replicas import MOVE, SLOTS_EACH, Replica, SlotsRun, run_move_slots
 from autograder.checks.mutex.settings import FEATURES, SAMPLES, SCHEDULES, SEED, TIMEOUT_S
@@ -83,8 +87,8 @@ __all__ = [
     "torn_snapshots",
     # the four exercises
     "ERROR_LATENCY_S", "OK_LATENCY_S", "MetricsRun", "run_metrics",
-    "FAST_PREFIX", "KEPT_KEYS", "SLOW_KEY", "STRIPES_COVERED", "CacheRun", "fast_key",
-    "run_cache",
+    "FAILING_KEY", "FAST_PREFIX", "KEPT_KEYS", "SLOW_KEY", "STRIPES_COVERED", "CacheRun",
+    "ComputeFailed", "FailingRun", "fast_key", "run_cache", "run_cache_failing",
     "MOVE", "SLOTS_EACH", "Replica", "SlotsRun", "run_move_slots",
     "BAD", "EXAMPLE", "NEW_VERSION", "OLD_VERSION", "FakeModel", "SlotRun", "run_model_slot",
     # graders

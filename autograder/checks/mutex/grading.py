@@ -21,7 +21,7 @@ from autograder.checks.mutex.metrics import (
     run_metrics,
 )
 from autograder.checks.mutex.model_slot import OLD_VERSION, FakeModel, run_model_slot
-from autograder.checks.mutex.prediction_cache import fast_key, run_cache
+from autograder.checks.mutex.prediction_cache import fast_key, run_cache, run_cache_failing
 from autograder.checks.mutex.replicas import Replica, run_move_slots
 from autograder.checks.mutex.settings import observed_number
 from autograder.checks.plain import plain
@@ -115,7 +115,20 @@ def check_cache(cache_class: Callable[[Callable[[str], Any]], Any], **kwargs: An
     result = run_cache(cache_class, observed=runs, **kwargs)
     require(result, exercise="PredictionCache", hints={"deadlock": deadlock},
             again=call_text("mutex.run_cache", "PredictionCache", **kwargs))
-    report({"fast_key": fast_key(), "kept": kept, **_explored(result, runs)})
+    failing_runs: list = []
+    failing = run_cache_failing(cache_class, observed=failing_runs, **kwargs)
+    stuck = ("the first compute() of the key raised, and a get() of that key then waited for "
+             "ever for a value nobody was computing: when compute() raises, wake the threads "
+             "waiting for that key (they raise too, or compute it again) and forget the failed "
+             "build, e.g. with try/finally or a Future's set_exception.")
+    polled = ("the first compute() of the key raised, and a get() of that key then kept "
+              "waiting (or polling) for a value nobody was computing any more: when compute() "
+              "raises, forget the failed build so that a waiting or later get() raises too or "
+              "computes the key again.")
+    require(failing, exercise="PredictionCache", hints={"deadlock": stuck, "timeout": polled},
+            again=call_text("mutex.run_cache_failing", "PredictionCache", **kwargs))
+    report({"fast_key": fast_key(), "kept": kept, **_explored(result, runs),
+            "failing": _explored(failing, failing_runs)})
 
 
 def check_move_slots(move_slots: Callable[[Any, Any, int], Any], **kwargs: Any) -> None:

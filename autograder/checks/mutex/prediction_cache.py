@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from autograder.checks.mutex.settings import SCHEDULES, SEED, _explore
+from autograder.checks.mutex.settings import FAILING_TIMEOUT_S, SCHEDULES, SEED, _explore
 from autograder.checks.plain import plain
 from autograder.harness import Result
 
@@ -161,3 +161,65 @@ def _key_of(value: Any) -> str | None:
     if type(value) is tuple and len(value) == 2 and type(value[0]) is str:
         return value[0]
     return None
+
+
+#: The key whose first ``compute`` raises (:func:`run_cache_failing`).
+FAILING_KEY = "failing"
+
+
+class ComputeFailed(Exception):
+    """What ``compute`` raises on its first call in :func:`run_cache_failing`."""
+
+
+@dataclass
+class FailingRun:
+    """Shared state of one failing-build schedule: the cache, ``compute``'s call count, and
+    how each ``get`` ended (``"raised"``, ``"value"``, or ``"other"`` for a value that is not
+    the key's)."""
+
+    cache: Any = None
+    calls: Any = field(default_factory=itertools.count)
+    outcomes: list[str] = field(default_factory=list)
+
+
+def run_cache_failing(cache_class: Callable[[Callable[[str], Any]], Any], *, seed: int = SEED,
+                      schedules: int = SCHEDULES, observed: list | None = None) -> Result:
+    """Two threads ``get`` one key whose first ``compute`` raises, under ``explore``.
+
+    ``compute("failing")`` raises :class:`ComputeFailed` the first time and returns
+    ``("failing", n)`` after. No ``get`` may wait for ever (a key left marked "being
+    computed" by the failed build makes the scheduler report a deadlock): each returns the
+    key's value or raises. When ``observed`` is given, each schedule that passed appends how
+    its two gets ended (``"raised"`` or ``"value"``).
+    """
+    def setup() -> FailingRun:
+        run = FailingRun()
+
+        def compute(key: str) -> tuple[str, int]:
+            number = next(run.calls)  # one C call: no step between reading and counting
+            if number == 0:
+                raise ComputeFailed(f"compute({key!r}) failed (the grader's first build)")
+            return FAILING_KEY, number
+
+        run.cache = cache_class(compute)
+        return run
+
+    def get_failing(run: FailingRun) -> None:
+        try:
+            value = run.cache.get(FAILING_KEY)
+        except Exception:  # noqa: BLE001 - raising is one of the two right endings
+            run.outcomes.append("raised")
+            return
+        run.outcomes.append("value" if _key_of(value) == FAILING_KEY else "other")
+
+    def check(run: FailingRun) -> None:
+        if "other" in run.outcomes:
+            raise AssertionError(
+                f"after the first compute({FAILING_KEY!r}) raised, a get({FAILING_KEY!r}) "
+                "returned something compute never returned; expected the key's value or an "
+                "error")
+        if observed is not None:
+            observed.append({"outcomes": list(run.outcomes)})
+
+    return _explore(setup, [get_failing, get_failing], check, seed, schedules,
+                    timeout_s=FAILING_TIMEOUT_S)

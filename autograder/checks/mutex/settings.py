@@ -23,6 +23,10 @@ SAMPLES = 100
 #: Wall-clock budget of one check. A correct answer needs 1-5 s; an answer that never
 #: finishes a schedule (a busy-wait loop) fails with a "timeout" verdict after this long.
 TIMEOUT_S = 60.0
+#: Wall-clock budget of the failing-build run (:func:`~.prediction_cache.run_cache_failing`):
+#: a correct cache needs well under a second; one that polls for a build that failed never
+#: ends, and fails after this long.
+FAILING_TIMEOUT_S = 20.0
 FEATURES = 8
 
 
@@ -38,6 +42,7 @@ def observed_number(value: Any) -> int | float | bool | None:
 
 
 def _explore(setup: Callable[[], Any], workers: Sequence[Callable[[Any], Any]],
-             check: Callable[[Any], Any], seed: int, schedules: int) -> Result:
+             check: Callable[[Any], Any], seed: int, schedules: int,
+             timeout_s: float = TIMEOUT_S) -> Result:
     return explore(setup, workers, check, seed=seed, max_schedules=schedules,
-                   timeout_s=TIMEOUT_S, samples=SAMPLES)
+                   timeout_s=timeout_s, samples=SAMPLES)
