@@ -465,7 +465,8 @@ capstone.check_weight_updates(InferenceService)
 # slow model (each call takes 50 ms, as a bigger model would), it calls `close()` while
 # requests are waiting in your queue: each must be answered or refused with `RuntimeError`,
 # none may hang, and every thread your service started must have ended by the time `close()`
-# returns (it is checked at that moment: a `close()` that sleeps instead of joining fails). A
+# returns (it is checked at that moment: a `close()` that sleeps instead of joining, or joins
+# with a timeout, fails: under load any timeout can run out while the thread still runs). A
 # client or `close()` that hangs fails within seconds, naming the stuck threads and where they
 # wait.
 #

@@ -265,6 +265,14 @@ def _explored_bookkeeping(seen: dict) -> None:
             got = _floats(answer, what, OUTPUTS)
             expect(_near(got, _stub_answer(request)),
                    f"{what} got {got}, not its own answer {_stub_answer(request)}")
+        expect(field(schedule, "left_running", int) == 0,
+               f"in explored schedule {number} with two clients, close() returned while "
+               f"{schedule['left_running']} of the service's threads still ran")
+        requests, batches, errors = items(schedule, "stats", _COUNT, at_least=3, at_most=3)
+        expect(requests == EXPLORED_REQUESTS and errors == 0
+               and 1 <= batches <= EXPLORED_REQUESTS,
+               f"in explored schedule {number} with two clients, stats() said requests "
+               f"{requests}, batches {batches}, errors {errors} with no request in flight")
     closing = explored(field(scenarios, "closing", dict), EXPLORE_SCHEDULES, EXPLORE_SAMPLES)
     for number, schedule in enumerate(closing, 1):
         what = f"in explored schedule {number} with close() racing predict(), the request"
@@ -278,6 +286,9 @@ def _explored_bookkeeping(seen: dict) -> None:
             expect(_near(got, _stub_answer(0)),
                    f"{what} got {got}, not its own answer {_stub_answer(0)}")
         expect(field(schedule, "closed", bool), f"{what}: close() did not return")
+        expect(field(schedule, "left_running", int) == 0,
+               f"{what}: close() returned while {schedule['left_running']} of the service's "
+               "threads still ran")
 
 
 def check_accounting(seen: dict) -> None:

@@ -139,6 +139,13 @@ def test_an_explored_schedule_that_lost_or_swapped_a_request_is_refused(observed
     seen["explored"]["closing"]["schedules"][0]["closed"] = False
     with pytest.raises(Rejected, match="close\\(\\) did not return"):
         judge.check_accounting(seen)
+    for scenario in ("clients", "closing"):
+        seen = _solution(observed, "check_accounting")
+        assert all(s["left_running"] == 0 for s in seen["explored"][scenario]["schedules"])
+        seen["explored"][scenario]["schedules"][2]["left_running"] = 1
+        with pytest.raises(Rejected, match="schedule 3 .* close\\(\\) returned while 1 of "
+                                           "the service's threads still ran"):
+            judge.check_accounting(seen)
 
 
 def test_an_explored_search_cut_short_or_a_scenario_left_out_is_refused(observed):

@@ -41,7 +41,7 @@ from autograder.checks.a3c.settings import (
     TIMEOUT_S,
 )
 from autograder.checks.cache import memo
-from autograder.checks.kit import describe_error, within
+from autograder.checks.kit import alive_since, describe_error, within
 from autograder.checks.timeouts import CUT_GLUE, cut_timeouts
 from autograder.harness import Result, explore, stress
 
@@ -226,13 +226,9 @@ def _check(trial: LearnerTrial, observed: list | None = None, *, closed: bool = 
 
 
 def _running_now(before: set[threading.Thread]) -> list[str]:
-    """Names of the threads started since ``before`` (the threads then, kept as objects: a new
-    thread may reuse the ident of one that ended since) that are alive now (the scheduler's
-    own workers, raw threads, are not among them)."""
-    return [repr(t.name) for t in threading.enumerate()
-            if t not in before and t.is_alive()
-            and not isinstance(t, threading._DummyThread)
-            and not t.name.startswith(("racelab-", "SharedLearner: close()"))]
+    """Names of the threads started since ``before`` that are alive now (the grader's
+    excepted: :func:`~autograder.checks.kit.alive_since`)."""
+    return alive_since(before, ("SharedLearner: close()",))
 
 
 def _left_running(before: set[threading.Thread]) -> list[str]:

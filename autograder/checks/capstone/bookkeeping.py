@@ -53,8 +53,8 @@ from autograder.checks.capstone.settings import (
     EXPLORE_SEED,
     EXPLORE_TIMEOUT_S,
 )
-from autograder.checks.kit import bounded, explored_report
-from autograder.checks.plain import NotPlainData, plain_array
+from autograder.checks.kit import alive_since, bounded, explored_report
+from autograder.checks.plain import NotPlainData, plain, plain_array
 from autograder.checks.timeouts import CUT_GLUE, cut_timeouts
 from autograder.harness import Result, explore
 
@@ -147,6 +147,12 @@ class _ServiceRun:
     done: threading.Event = field(default_factory=threading.Event)
     got: dict[int, Any] = field(default_factory=dict)
     closed: bool = False
+    #: The threads alive when the schedule began; then those the service started that were
+    #: still running when its close() returned (None until it returned).
+    before: set = field(default_factory=lambda: set(threading.enumerate()))
+    left: list[str] | None = None
+    #: Scenario ``clients``: what ``stats()`` returned once every request had been answered.
+    stats: Any = None
 
 
 def _make(run: _ServiceRun) -> bool:
@@ -168,9 +174,24 @@ def _ask(run: _ServiceRun, request: int) -> None:
 
 
 def _close(run: _ServiceRun) -> None:
-    """Close the service; note that close() returned."""
+    """Close the service; note that close() returned, and which threads the service started
+    were still running then."""
     run.service.close()
+    run.left = alive_since(run.before)
     run.closed = True
+
+
+def _check_closed(run: _ServiceRun) -> int:
+    """close() returned and left none of the service's threads running: how many it left."""
+    if not run.closed:
+        raise AssertionError("close() never returned")
+    if run.left:
+        raise AssertionError(
+            f"close() returned, but {len(run.left)} thread(s) the service started "
+            f"({', '.join(run.left)}) were still running; expected close() to return only "
+            "once every thread it started has ended (a join with a timeout gives up while "
+            "the thread still runs)")
+    return len(run.left)
 
 
 def _first_client(run: _ServiceRun) -> None:
@@ -181,6 +202,7 @@ def _first_client(run: _ServiceRun) -> None:
     _ask(run, 0)
     _ask(run, 2)
     run.done.wait()
+    run.stats = run.service.stats()  # no request in flight: its counts are exact
     _close(run)
 
 
@@ -244,8 +266,29 @@ def _check_clients(run: _ServiceRun, schedules: list | None = None) -> None:
             raise AssertionError(f"predict() of request {request} in worker {worker} raised "
                                  "RuntimeError before close() was called; expected its answer")
         answers.append(answer)
+    counts = _counts_of(run.stats)
+    requests, batches, errors = counts
+    if requests != _REQUESTS or errors != 0 or not 1 <= batches <= _REQUESTS:
+        raise AssertionError(
+            f"once the {_REQUESTS} predict() calls had returned (none in flight), "
+            f"stats() said requests {requests}, batches {batches}, errors {errors}; expected "
+            f"requests {_REQUESTS}, errors 0 and 1 to {_REQUESTS} batches: a "
+            "count was lost (updated outside the lock), or made after the answer was handed "
+            "back")
+    left = _check_closed(run)
     if schedules is not None:
-        schedules.append({"answers": answers})
+        schedules.append({"answers": answers, "left_running": left, "stats": counts})
+
+
+def _counts_of(stats: Any) -> list:
+    """``stats()``'s requests, batches and errors, as plain numbers (AssertionError if not)."""
+    try:
+        stats = plain(stats, "stats()", dict)
+        return [plain(stats[key], f"stats()[{key!r}]", (int, float))
+                for key in ("requests", "batches", "errors")]
+    except (NotPlainData, KeyError, TypeError) as error:
+        raise AssertionError(f"stats() returned {type(stats).__name__}, not a dict of the "
+                             f"counts 'requests', 'batches' and 'errors' ({error})") from None
 
 
 def _check_closing(run: _ServiceRun, schedules: list | None = None) -> None:
@@ -253,9 +296,10 @@ def _check_closing(run: _ServiceRun, schedules: list | None = None) -> None:
     answer = _answer_of(run, 0, 0)
     if not run.closed:
         raise AssertionError("close() in worker 1 never returned")
+    left = _check_closed(run)
     if schedules is not None:
         schedules.append({"outcome": "RuntimeError" if answer is None else "answered",
-                          "answer": answer, "closed": run.closed})
+                          "answer": answer, "closed": run.closed, "left_running": left})
 
 
 # --------------------------------------------------------------------------- the exploration

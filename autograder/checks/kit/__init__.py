@@ -25,6 +25,7 @@ from autograder.checks.kit.memory import keras_variable_bytes
 from autograder.checks.kit.threads import (
     JoinProbe,
     Overlap,
+    alive_since,
     joining,
     released_together,
     run_threads,
@@ -41,7 +42,8 @@ from autograder.checks.kit.verdict import (
 )
 
 __all__ = [
-    "JoinProbe", "Overlap", "SMOKE_TIMEOUT_S", "Outcome", "bounded", "call_text", "describe_error",
+    "JoinProbe", "Overlap", "SMOKE_TIMEOUT_S", "Outcome", "alive_since", "bounded", "call_text",
+    "describe_error",
     "describe_threads",
     "explored_report",
     "failure", "keras_variable_bytes", "released_together", "report", "require", "require_ok",

@@ -111,6 +111,17 @@ def joining(thread: threading.Thread, other: threading.Thread,
             or (frame.f_code.co_name in _WAITING_IN and any(waited is t for t in through)))
 
 
+def alive_since(before: set[threading.Thread], ignore: tuple[str, ...] = ()) -> list[str]:
+    """Names (quoted) of the threads started since ``before`` (the threads then, kept as
+    objects: a new thread may reuse the ident of one that ended since) that are alive now.
+    The scheduler's own workers (raw threads, or named ``racelab-``) and threads whose name
+    starts with one of ``ignore`` (the grader's) are not among them."""
+    return [repr(t.name) for t in threading.enumerate()
+            if t not in before and t.is_alive()
+            and not isinstance(t, threading._DummyThread)
+            and not t.name.startswith(("racelab-", *ignore))]
+
+
 class JoinProbe:
     """Holds one of an answer's threads until the answer waits for it: a missing join is seen
     every time, never by luck.
