@@ -19,6 +19,7 @@ from autograder.checks.tfdata.settings import (
     SERVED_RECORDS,
     SERVED_SAMPLES,
     SERVED_SCHEDULES,
+    SERVED_TIMEOUT_S,
     TIMEOUT_S,
     WIDTH,
 )
@@ -199,7 +200,7 @@ def run_served(stats_class: Callable[..., Any], *, seed: int = SEED,
                    [_served_worker([0, 1], peek=False), _served_worker([2, 3], peek=True)],
                    check,
                    seed=seed, max_schedules=max_schedules, deviations=SERVED_DEVIATIONS,
-                   samples=SERVED_SAMPLES, timeout_s=TIMEOUT_S)
+                   samples=SERVED_SAMPLES, timeout_s=SERVED_TIMEOUT_S)
 
 
 class _OverlapRun:

@@ -104,6 +104,11 @@ ORDER_FAST_S = 0.001
 #: that check and inside a ``+=`` (found at schedule 346 of the bounded search; with one
 #: preemption and 100 schedules it passed, issue #32).
 SERVED_SCHEDULES, SERVED_DEVIATIONS, SERVED_SAMPLES = 3000, 2, 20
+#: Wall-clock budget of that run. The search is bounded by its schedule count; this only
+#: stops an answer whose schedules never end (a busy wait). A correct answer with a richer
+#: structure runs 2,500-3,000 schedules: 4-9 s on a quiet machine, beyond 30 s beside a full
+#: test run (a 30 s budget made the verdict depend on the machine's load).
+SERVED_TIMEOUT_S = 180.0
 #: Records the integration run maps in parallel through ``tf.numpy_function``.
 SERVED_RECORDS = 4
 #: Schedules of the overlap run (OVERLAP_CALLS calls whose reads each wait for all the others):
