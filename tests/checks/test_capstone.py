@@ -97,6 +97,11 @@ def _start_isolated() -> None:
                                          [runs_for(a) for _, a in group]))
 
 
+#: The wrong answers' isolated grading runs (two children, some 300 runs) take 5-10 minutes
+#: beside a full test run; the first test that waits for them pays that in its setup.
+pytestmark = pytest.mark.timeout(1500)
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _isolated_wrong_answers() -> Any:
     """Start the wrong answers' grading runs in the background before any test runs."""
