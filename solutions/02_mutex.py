@@ -555,6 +555,10 @@ mutex.check_metrics(ServerMetrics)
 # - when `compute(key)` raises, no `get` may wait for ever: each one waiting for that key, or
 #   asking for it later, raises an error or computes the key again.
 #
+# A timeout is no way out of the waiting: on a busy machine any timed wait can run out while
+# the first `compute` still runs (the grader's schedules let it), and a waiter that then
+# computes the key itself computes it twice.
+#
 # The second rule rules out the obvious fix, one lock held around the whole of `get`: think
 # about what each lock protects, and for how long it is held.
 #

@@ -1,8 +1,11 @@
 """Timeouts cut while an answer's class is explored.
 
-Under the scheduler (``explore``) a timed wait runs out only when no other thread can move,
-and then sleeps out its timeout for real: an answer that polls a queue every half second would
-sleep out every poll of every schedule and run out of the search's time. So while an answer is
+Under the scheduler (``explore``) a timed wait runs out when no other thread can move, or where
+the schedule makes it give up (:data:`~autograder.harness.turns.GIVE_UPS`). The waits it sees at
+the user's call (``Event.wait``, ``Queue.get``...) then return at once; the others (a
+``wait_for``'s deadline loop, a ``sleep``) run for real: an answer that polls with them every
+half second would sleep out every poll of every schedule and run out of the search's time. So
+while an answer is
 explored, the ``threading``, ``queue`` and ``time`` names its own code reads (the modules, or
 ``Event``, ``Condition``, ``Thread``, ``Queue``... imported from them) stand for the same with
 every timeout cut to a millisecond (:func:`cut_timeouts`): the same schedules and verdicts,
@@ -48,6 +51,9 @@ class _Event(threading.Event):
         return threading.Event.wait(self, _cut(timeout))
 
 
+_Event.wait.__wrapped__ = threading.Event.wait  # the scheduler's timed call (at the call)
+
+
 class _Condition(threading.Condition):
     """``threading.Condition``, its ``wait`` and ``wait_for`` timeouts cut."""
 
@@ -81,6 +87,7 @@ def _cut_queue(base: type) -> type:
     def put(self: Any, item: Any, block: bool = True, timeout: float | None = None) -> None:
         base.put(self, item, block, _cut(timeout))
 
+    get.__wrapped__, put.__wrapped__ = base.get, base.put  # the scheduler's timed calls
     return type(base.__name__, (base,), {"get": get, "put": put, "__module__": __name__})
 
 

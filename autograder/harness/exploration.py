@@ -393,20 +393,22 @@ def _narrative(outcome: Outcome) -> str:
     since = 0
     for step, thread in outcome.switches:
         name = outcome.names[thread] if thread < len(outcome.names) else f"thread {thread}"
+        runs = (f"{name}'s timed wait runs out (its timeout ends first, as on a busy machine) "
+                f"and {name} goes on." if step in outcome.gave_up else f"{name} runs.")
         paused = by_step.get(step)
         if running is None or paused is None:
-            lines.append(f"  {name} runs.")
+            lines.append(f"  {runs}")
         else:
             who = outcome.names[paused.thread]
             if paused.note == "finished":
                 ran = _functions_run(outcome, paused.thread, since, step)
-                lines.append(f"  {who} runs to the end{ran}; {name} runs.")
+                lines.append(f"  {who} runs to the end{ran}; {runs}")
             elif paused.note:
                 waits = paused.note.removeprefix("blocked: ")
                 lines.append(f"  {who} is blocked at {_where(paused)}: it waits to {waits}; "
-                             f"{name} runs.")
+                             f"{runs}")
             else:
-                lines.append(f"  {who} is paused before {_where(paused)}; {name} runs.")
+                lines.append(f"  {who} is paused before {_where(paused)}; {runs}")
         running, since = thread, step
     if len(lines) > _NARRATIVE_LIMIT:
         hidden = len(lines) - _NARRATIVE_LIMIT

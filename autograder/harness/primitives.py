@@ -8,14 +8,21 @@ plumbing *before* it runs. When the call would block, the thread does not make i
 parked as blocked with a readiness test, and other threads run until the test passes. So a
 lock made before ``explore`` was called (a module-level lock, one from an earlier notebook
 cell) is handled exactly like one made in ``setup``, and a blocked thread never holds the turn.
+
+A timed call in user code (:data:`_TIMED_CALLS`: ``Event.wait(5)``, ``Queue.get(timeout=1)``)
+waits at the call itself, with the readiness test of the whole call: the schedule may then
+make it give up (its timeout set to 0) at any step, as on a loaded machine, with no clock.
 """
 
 from __future__ import annotations
 
 import _queue
 import _thread
+import collections
+import concurrent.futures
 import contextlib
 import os
+import queue
 import re
 import sys
 import threading
@@ -36,6 +43,7 @@ _SIMPLE_QUEUE_GET = vars(_queue.SimpleQueue)["get"]
 _JOIN_CODE = threading.Thread._wait_for_tstate_lock.__code__
 _OWNER = re.compile(r"owner=(\d+)")
 _POOL_WORKER_CODE = __import__("concurrent.futures.thread").futures.thread._worker.__code__
+_CONDITION_WAIT_CODE = threading.Condition.wait.__code__
 
 
 class OwnedLock:
@@ -155,7 +163,8 @@ def _option(positional: list, keywords: dict, index: int, name: str, default: ob
 
 
 def at_call(frame: types.FrameType, count: int, kwnames: tuple,
-            finished_thread: Callable[[object], bool | None]) -> tuple[object, Wait | None]:
+            finished_thread: Callable[[object], bool | None],
+            glue: frozenset[int] = frozenset()) -> tuple[object, Wait | None]:
     """The function a CALL instruction is about to call, and its Wait if it may block.
 
     Args:
@@ -164,6 +173,7 @@ def at_call(frame: types.FrameType, count: int, kwnames: tuple,
         kwnames: Keyword names of the call.
         finished_thread: Maps a ``threading.Thread`` to whether the scheduler saw it finish
             (None when the scheduler does not control it).
+        glue: The ids of the code the run treats as glue (``explore``'s ``glue``).
 
     Returns:
         ``(function, wait)``; ``wait`` is None when the call cannot block on a lock.
@@ -187,9 +197,13 @@ def at_call(frame: types.FrameType, count: int, kwnames: tuple,
     if owner is not None:
         wait = _lock_wait(frame, owner, name, positional, keywords, finished_thread)
         if (wait is not None and wait.timed and name == "acquire"
-                and codemap.info(frame.f_code).kind == codemap.USER):
+                and _asked_for_by_student(frame, glue)):
             wait.give_up = _timeout_slot(count, kwnames, len(positional))
         return function, wait
+    if _students(frame.f_code):
+        wait = _timed_call_wait(function, positional, keywords, count, kwnames, finished_thread)
+        if wait is not None:
+            return function, wait
     if function is _SIMPLE_QUEUE_GET and positional:
         return function, _queue_wait(frame, positional[0], positional[1:], keywords)
     if (isinstance(function, types.BuiltinMethodType)
@@ -269,17 +283,158 @@ def _lock_wait(frame: types.FrameType, lock: object, name: str, positional: list
     return Wait(_lock_ready(lock), f"acquire {_name(lock)}", timed=timed)
 
 
-def _timeout_slot(count: int, kwnames: tuple,
-                  positional: int) -> Callable[[types.FrameType], bool] | None:
-    """How to make a paused ``lock.acquire(..., timeout)`` call give up: set its timeout to 0.
+def _students(code: types.CodeType) -> bool:
+    """Whether ``code`` is the answer's (user code outside the grader's package): only its
+    timed waits give up as schedule choices; a check's own timed wait keeps its meaning."""
+    filename = code.co_filename
+    return (codemap.info(code).kind == codemap.USER
+            and not (type(filename) is str and filename.startswith(tamper.GRADER_DIR)))
 
-    ``positional`` counts the call's positional arguments after the lock itself; the timeout
-    is the second of them (``acquire(True, 0.5)``) or the ``timeout`` keyword.
+
+def _asked_for_by_student(frame: types.FrameType, glue: frozenset[int]) -> bool:
+    """Whether a timed ``acquire`` is the answer's own timeout: made in its code, or the one
+    ``Condition.wait(timeout)`` makes when its code called it, directly or through glue (a
+    check's stand-in). A single wait, with no clock of its own: a ``Queue``'s or
+    ``wait_for``'s deadline loop in the library would wait again."""
+    if _students(frame.f_code):
+        return True
+    if frame.f_code is not _CONDITION_WAIT_CODE:
+        return False
+    caller = frame.f_back
+    while caller is not None and id(caller.f_code) in glue:
+        caller = caller.f_back
+    return caller is not None and _students(caller.f_code)
+
+
+class _TimedCall:
+    """A blocking call of ``threading``, ``queue`` or ``concurrent.futures`` that takes a
+    timeout: where its arguments are, and when it would return at once."""
+
+    __slots__ = ("owner_type", "timeout_index", "block_index", "ready", "what")
+
+    def __init__(self, owner_type: type, timeout_index: int,
+                 block_index: int | None, ready: Callable[..., Callable[[], bool] | None],
+                 what: str) -> None:
+        self.owner_type = owner_type
+        self.timeout_index = timeout_index
+        self.block_index = block_index
+        self.ready = ready
+        self.what = what
+
+
+_DONE_STATES = frozenset({"CANCELLED", "CANCELLED_AND_NOTIFIED", "FINISHED"})
+
+
+# The readiness tests read the objects' own fields (``vars``), never a method or property a
+# subclass of the answer's could override: they run in whichever thread is choosing.
+def _event_ready(owner: threading.Event, _: object) -> Callable[[], bool]:
+    return lambda: vars(owner).get("_flag") is True
+
+
+def _queue_items(owner: queue.Queue) -> int:
+    items = vars(owner).get("queue")
+    return len(items) if type(items) in (collections.deque, list) else 0
+
+
+def _queue_not_empty(owner: queue.Queue, _: object) -> Callable[[], bool]:
+    return lambda: _queue_items(owner) > 0
+
+
+def _queue_has_room(owner: queue.Queue, _: object) -> Callable[[], bool]:
+    size = vars(owner).get("maxsize")
+    if type(size) is not int or size <= 0:
+        return lambda: True
+    return lambda: _queue_items(owner) < size
+
+
+def _semaphore_free(owner: threading.Semaphore, _: object) -> Callable[[], bool]:
+    def ready() -> bool:
+        value = vars(owner).get("_value")
+        return type(value) is int and value > 0
+    return ready
+
+
+def _thread_finished(owner: threading.Thread,
+                     finished: Callable[[object], bool | None]) -> Callable[[], bool] | None:
+    return None if finished(owner) is None else lambda: bool(finished(owner))
+
+
+def _future_done(owner: concurrent.futures.Future, _: object) -> Callable[[], bool]:
+    def ready() -> bool:
+        state = vars(owner).get("_state")
+        return type(state) is str and state in _DONE_STATES
+    return ready
+
+
+#: The timed calls a thread waits in *at the user's call*, by the real function's ``id``. Not
+#: ready, it is blocked there; the schedule may make it give up (its timeout set to 0) while
+#: another thread could still make it ready, as on a loaded machine, where a timeout runs out
+#: before the thread it waits for gets the core. A stand-in of the check's (its ``__wrapped__``
+#: names the real function) is the same call.
+_TIMED_CALLS: dict[int, _TimedCall] = {id(function): call for function, call in (
+    (threading.Event.wait, _TimedCall(threading.Event, 0, None, _event_ready,
+                                      "wait for an Event")),
+    (queue.Queue.get, _TimedCall(queue.Queue, 1, 0, _queue_not_empty,
+                                 "take an item from a Queue")),
+    (queue.Queue.put, _TimedCall(queue.Queue, 2, 1, _queue_has_room,
+                                 "put an item on a full Queue")),
+    (threading.Semaphore.acquire, _TimedCall(threading.Semaphore, 1, 0, _semaphore_free,
+                                             "acquire a Semaphore")),
+    (threading.Thread.join, _TimedCall(threading.Thread, 0, None, _thread_finished,
+                                       "join a thread")),
+    *((method, _TimedCall(concurrent.futures.Future, 0, None, _future_done,
+                          "wait for a Future"))
+      for method in (concurrent.futures.Future.result, concurrent.futures.Future.exception)),
+)}
+
+
+def _timed_call_wait(function: object, positional: list, keywords: dict, count: int,
+                     kwnames: tuple, finished_thread: Callable[[object], bool | None]
+                     ) -> Wait | None:
+    """The Wait of a call in user code to one of :data:`_TIMED_CALLS` with a timeout, at the
+    call: None unless it has a timeout and would block now."""
+    target, owner = function, None
+    if type(function) is types.MethodType:
+        target, owner = function.__func__, function.__self__
+    if type(target) is types.FunctionType:
+        target = vars(target).get("__wrapped__", target)
+    call = _TIMED_CALLS.get(id(target))
+    if call is None:
+        return None
+    after_owner = positional
+    if owner is None:
+        if not positional:
+            return None
+        owner, after_owner = positional[0], positional[1:]
+    if not issubclass(type(owner), call.owner_type):
+        return None
+    timeout = _option(after_owner, keywords, call.timeout_index, "timeout", None)
+    if type(timeout) not in (int, float) or timeout <= 0:
+        return None
+    if call.block_index is not None:
+        block = _option(after_owner, keywords, call.block_index,
+                        "blocking" if call.owner_type is threading.Semaphore else "block", True)
+        if block is not True and not (type(block) is int and block != 0):
+            return None
+    ready = call.ready(owner, finished_thread)
+    if ready is None or ready():
+        return None
+    return Wait(ready, f"{call.what} (timeout {timeout:g} s)", timed=True,
+                give_up=_timeout_slot(count, kwnames, len(after_owner), call.timeout_index))
+
+
+def _timeout_slot(count: int, kwnames: tuple, positional: int,
+                  index: int = 1) -> Callable[[types.FrameType], bool] | None:
+    """How to make a paused timed call give up: set its timeout to 0.
+
+    ``positional`` counts the call's positional arguments after the lock (or other owner)
+    itself; the timeout is the ``index``-th of them (``acquire(True, 0.5)``: 1) or the
+    ``timeout`` keyword.
     """
     if "timeout" in kwnames:
         index = count - len(kwnames) + kwnames.index("timeout")
-    elif positional >= 2:
-        index = count - len(kwnames) - positional + 1
+    elif positional > index:
+        index = count - len(kwnames) - positional + index
     else:
         return None
     below_top = count - 1 - index

@@ -36,6 +36,8 @@ class Outcome:
         kind: ``"done"``, ``"error"``, ``"deadlock"`` or ``"timeout"``.
         names: Thread names by index.
         switches: ``(step, thread)`` for every decision that changed the running thread.
+        gave_up: The steps at which the chosen thread's timed wait gave up (its timeout ran
+            out before another thread ended the wait, or when none could).
         steps: Decision points, in order (capped).
         error: The exception for ``"error"``, and ``error_thread`` its thread.
         detail: Extra words (deadlock stacks, what was blocked, divergence).
@@ -47,6 +49,7 @@ class Outcome:
     kind: str = "done"
     names: list[str] = field(default_factory=list)
     switches: list[tuple[int, int]] = field(default_factory=list)
+    gave_up: set[int] = field(default_factory=set)
     steps: list[Step] = field(default_factory=list)
     error: BaseException | None = None
     error_thread: int | None = None

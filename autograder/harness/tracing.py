@@ -157,7 +157,8 @@ class Tracing:
         me.expect_native = False
         wait = None
         if category == codemap.CALL:
-            function, wait = primitives.at_call(frame, op[1], op[2], self._finished_thread)
+            function, wait = primitives.at_call(frame, op[1], op[2], self._finished_thread,
+                                                self.glue)
             if wait is None:
                 if function is _SLEEP or (type(function) is types.FunctionType
                                           and vars(function).get("__wrapped__") is _SLEEP):
@@ -195,7 +196,8 @@ class Tracing:
         if self.stopping:
             raise _Abort
         if op[0] == codemap.CALL:
-            wait = primitives.at_call(frame, op[1], op[2], self._finished_thread)[1]
+            wait = primitives.at_call(frame, op[1], op[2], self._finished_thread,
+                                      self.glue)[1]
         elif primitives.elide_traced_lock(frame):
             return None
         else:

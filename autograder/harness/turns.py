@@ -25,10 +25,12 @@ _DEADLOCK_GRACE_S = 0.03
 #: point of its cycle every time. The searched space is therefore the fair schedules: none lets
 #: one thread run more than ``FAIR_STEPS`` steps while another waits to run.
 FAIR_STEPS = 200
-#: How many times per run a thread's timed ``lock.acquire(timeout=...)`` (in user code) may be
-#: made to give up while another thread holds the lock, as a schedule choice. Code that ignores
-#: a failed acquire needs one to break; a retry loop stays a finite search. (When no thread can
-#: move at all, a timed wait still gives up, as often as it comes to that.)
+#: How many times per run a thread's timed wait in user code (``lock.acquire(timeout=...)``,
+#: ``Event.wait``, ``Condition.wait``, ``Queue.get`` and ``put``, ``Semaphore.acquire``,
+#: ``Thread.join``, ``Future.result``: :mod:`.primitives`) may be made to give up while another
+#: thread could still end it, as a schedule choice. Code that takes a timeout for failure needs
+#: one to break; a retry loop stays a finite search. (When no thread can move at all, a timed
+#: wait still gives up, as often as it comes to that.)
 GIVE_UPS = 1
 _TRACE_LIMIT = 20_000
 
@@ -151,6 +153,7 @@ class Turns:
                 if chosen in giving_up:
                     chosen.timed_out = True
                     chosen.given_up += 1
+                    self.outcome.gave_up.add(self.step)
                 return chosen
             if any(t.native and t.status == _RUNNABLE for t in self.threads):
                 self._unlocked_nap()
@@ -161,6 +164,7 @@ class Turns:
                 chosen = self._pick(me, False, timed)
                 if chosen is not None:
                     chosen.timed_out = True
+                    self.outcome.gave_up.add(self.step)
                 return chosen
             alive = [t for t in self.threads if t.status == _RUNNABLE]
             if not alive or all(t.spawned and (t.daemon or t.wait.idle) for t in alive):

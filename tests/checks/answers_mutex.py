@@ -428,6 +428,46 @@ class EventNoFinallyCache:
 
 EventNoFinallyCache.decided_by_construction = True  # a deadlock the search always reaches
 
+
+class TimedWaitThenComputeCache:
+    """Wrong (red team round 9, B, 4/4 before): a waiter waits for the key's Event at most
+    5 s "so that a stuck compute never hangs a request", then computes the key itself: on a
+    busy machine the wait runs out while the first compute still runs, and the key is
+    computed twice."""
+
+    def __init__(self, compute: Any) -> None:
+        self._compute = compute
+        self._values: dict[Any, Any] = {}
+        self._pending: dict[Any, threading.Event] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: Any) -> Any:
+        with self._lock:
+            if key in self._values:
+                return self._values[key]
+            event = self._pending.get(key)
+            mine = event is None
+            if mine:
+                event = self._pending[key] = threading.Event()
+        if mine:
+            try:
+                value = self._compute(key)
+                with self._lock:
+                    self._values[key] = value
+                return value
+            finally:
+                with self._lock:
+                    del self._pending[key]
+                event.set()
+        if event.wait(timeout=5.0):
+            with self._lock:
+                if key in self._values:
+                    return self._values[key]
+        return self._compute(key)
+
+
+TimedWaitThenComputeCache.decided_by_construction = True  # a give-up the search reaches
+
 WRONG_CACHES = [
     NoLockCache,
     LockPerCallCache,
@@ -439,6 +479,7 @@ WRONG_CACHES = [
     ThousandStripesCache,
     EvictingFutureCache,
     EventNoFinallyCache,
+    TimedWaitThenComputeCache,
 ]
 CORRECT_CACHES = [FutureCache, SetdefaultKeyLockCache]
 

@@ -2,6 +2,8 @@
 as schedule choices and locks that know their holder (class 3), and user code a library call
 runs back interleaved on request (class 1, class 4)."""
 
+import concurrent.futures
+import queue
 import threading
 import time
 from types import SimpleNamespace
@@ -112,6 +114,178 @@ def test_a_timed_acquire_that_retries_passes_and_gives_up_at_once():
     result = explore(*_timed_box(add), max_schedules=100, timeout_s=20)
     assert result.ok, result.message
     assert result.bound, result.message
+
+
+def _built_once(wait):
+    """A builder builds a value once; a waiter waits for it with ``wait(state)`` (a timed
+    call that returns False when it timed out) and, having timed out, builds it again."""
+    def setup():
+        return SimpleNamespace(event=threading.Event(), future=concurrent.futures.Future(),
+                               condition=threading.Condition(), ready=False, built=0)
+
+    def build(state):
+        state.built += 1
+        state.future.set_result(True)
+        with state.condition:
+            state.ready = True
+            state.condition.notify_all()
+        state.event.set()
+
+    def wait_or_build(state):
+        if not wait(state):
+            state.built += 1
+
+    def check(state):
+        assert state.built == 1, f"built {state.built} times"
+
+    return setup, [build, wait_or_build], check
+
+
+def _future_done(state):
+    try:
+        return state.future.result(timeout=30)
+    except concurrent.futures.TimeoutError:
+        return False
+
+
+def _notified(state):
+    with state.condition:
+        if not state.ready:
+            state.condition.wait(timeout=30)
+        return state.ready
+
+
+def _joined(state):
+    builder = threading.Thread(target=lambda: None)
+    builder.start()
+    builder.join(timeout=30)
+    return not builder.is_alive()
+
+
+TIMED_WAITS = {
+    "Event.wait": lambda state: state.event.wait(timeout=30),
+    "Future.result": _future_done,
+    "Condition.wait": _notified,
+}
+
+
+@pytest.mark.parametrize("name", sorted(TIMED_WAITS))
+def test_a_timed_wait_whose_timeout_is_taken_for_failure_is_broken_by_a_give_up(name):
+    result = explore(*_built_once(TIMED_WAITS[name]), max_schedules=300, timeout_s=20)
+    assert result.verdict == "race", result.message
+    again = replay(*_built_once(TIMED_WAITS[name]), result.schedule)
+    assert again.verdict == "race", again.message
+
+
+@pytest.mark.parametrize("name", sorted(TIMED_WAITS))
+def test_a_timed_wait_retried_until_it_succeeds_passes(name):
+    wait = TIMED_WAITS[name]
+
+    def until_done(state):
+        while not wait(state):
+            pass
+        return True
+
+    result = explore(*_built_once(until_done), max_schedules=300, timeout_s=20)
+    assert result.ok, result.message
+
+
+def test_a_timed_join_may_return_while_the_thread_still_runs():
+    def setup():
+        return SimpleNamespace(seen=None)
+
+    def start_and_join(state):
+        state.seen = _joined(state)
+
+    def check(state):
+        assert state.seen, "joined a thread that was still running"
+
+    result = explore(setup, [start_and_join], check, max_schedules=50, timeout_s=20)
+    assert result.verdict == "race", result.message
+
+
+def _bounded_queue(put):
+    """A producer puts 0, 1, 2 and None on a queue of one slot with ``put(state, item)``; a
+    consumer takes them until None."""
+    def setup():
+        return SimpleNamespace(queue=queue.Queue(maxsize=1), got=[])
+
+    def produce(state):
+        for item in (0, 1, 2, None):
+            put(state, item)
+
+    def consume(state):
+        while (item := state.queue.get()) is not None:
+            state.got.append(item)
+
+    def check(state):
+        assert state.got == [0, 1, 2], f"got {state.got}"
+
+    return setup, [produce, consume], check
+
+
+def _put_or_drop(state, item):
+    try:
+        state.queue.put(item, timeout=30)
+    except queue.Full:
+        if item is None:
+            state.queue.put(item)
+
+
+def _put_until_taken(state, item):
+    while True:
+        try:
+            state.queue.put(item, True, 30)
+            return
+        except queue.Full:
+            continue
+
+
+def test_a_put_that_drops_its_item_when_the_queue_stays_full_loses_items():
+    result = explore(*_bounded_queue(_put_or_drop), max_schedules=300, timeout_s=20)
+    assert result.verdict == "race", result.message
+
+
+def test_a_put_retried_until_taken_loses_nothing():
+    result = explore(*_bounded_queue(_put_until_taken), max_schedules=300, timeout_s=20)
+    assert result.ok, result.message
+
+
+def test_a_semaphore_acquire_that_goes_on_without_it_lets_two_in():
+    def setup():
+        return SimpleNamespace(semaphore=threading.Semaphore(1), inside=0, most=0)
+
+    def enter(state):
+        got = state.semaphore.acquire(timeout=30)
+        state.inside += 1
+        state.most = max(state.most, state.inside)
+        state.inside -= 1
+        if got:
+            state.semaphore.release()
+
+    def check(state):
+        assert state.most == 1, f"{state.most} threads inside at once"
+
+    result = explore(setup, [enter, enter], check, max_schedules=300, timeout_s=20)
+    assert result.verdict == "race", result.message
+
+
+def test_a_timed_wait_nothing_can_end_gives_up_at_once_instead_of_sleeping_it_out():
+    def setup():
+        return SimpleNamespace(event=threading.Event(), queue=queue.Queue(), seen=[])
+
+    def wait_in_vain(state):
+        state.seen.append(state.event.wait(timeout=60))
+        try:
+            state.queue.get(timeout=60)
+        except queue.Empty:
+            state.seen.append("empty")
+
+    def check(state):
+        assert state.seen == [False, "empty"], f"saw {state.seen}"
+
+    result = explore(setup, [wait_in_vain], check, max_schedules=5, timeout_s=20)
+    assert result.ok, result.message  # sleeping out 60 s would end in "timeout"
 
 
 def _crossed_moves(pause_s):
