@@ -635,9 +635,10 @@ a3c.check_learner(SharedLearner)
 # keep them right.
 #
 # However the actors' calls interleave, together they get each of `1 .. t_max` exactly once,
-# `T` ends at `t_max` (never past it), and no return is lost. The grader runs two actors
-# under the controlled scheduler: every schedule with up to two thread switches, then seeded
-# samples.
+# `T` ends at `t_max` (never past it, not even for a moment while another actor is inside
+# `take()`), and no return is lost. The grader runs two actors under the controlled
+# scheduler, and a third thread that reads `T` as soon as one actor is told `None`: up to 400
+# schedules, those with the fewest thread switches first.
 
 # %% nbgrader={"grade": false, "grade_id": "ex_a3c_budget", "locked": false, "schema_version": 3, "solution": true, "task": false}
 class StepBudget:

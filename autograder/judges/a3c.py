@@ -154,8 +154,9 @@ def check_learner(seen: dict) -> None:
 def check_budget(seen: dict) -> None:
     """take() 1, 2, None, T 2 and returns [1.5] on one thread, then every step and every return
     of a long budget; in every explored schedule steps
-    1 .. T_MAX handed out once each, None only once T_MAX steps could have been taken, every
-    later take() None, T at T_MAX, every return kept."""
+    1 .. T_MAX handed out once each, None only once T_MAX steps could have been taken, T at
+    T_MAX when read once an actor had its None, every later take() None, T at T_MAX, every return
+    kept."""
     one_thread = items(seen, "one_thread", (int, float, bool, _NONE, list), at_least=5,
                        at_most=5)
     expect(one_thread == [1, 2, None, 2, [1.5]],
@@ -178,6 +179,10 @@ def check_budget(seen: dict) -> None:
         expect(min(stopped_at) >= BUDGET_T_MAX,
                f"in schedule {number} an actor's take() returned None when at most "
                f"{min(stopped_at)} of the {BUDGET_T_MAX} steps had been taken")
+        t_at_stop = items(run, "t_at_stop", int, at_least=1, at_most=1)
+        expect(t_at_stop == [BUDGET_T_MAX],
+               f"in schedule {number} T read {t_at_stop[0]} once an actor's take() had "
+               f"returned None, not {BUDGET_T_MAX}")
         after = items(run, "after", (int, _NONE), at_least=BUDGET_ACTORS, at_most=BUDGET_ACTORS)
         expect(after == [None] * BUDGET_ACTORS,
                f"in schedule {number} a take() after the budget was spent returned {after}")

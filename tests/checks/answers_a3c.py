@@ -616,8 +616,26 @@ class GivingUpBudget(ConditionBudget):
             self._cond.release()
 
 
-WRONG_BUDGETS += [DequeReturnsBudget, SetReturnsBudget, GivingUpBudget]
+class GiveBackBudget(RebuiltReturnsBudget):
+    """Counts the step first and gives it back when over budget (red team round 9, a2, 3/3
+    before): under its lock, yet T reads T_MAX + 1 in between."""
+
+    def take(self) -> int | None:
+        with self.lock:
+            self.T += 1
+            if self.T > self.t_max:
+                self.T -= 1
+                return None
+            return self.T
+
+    def finish_episode(self, episode_return: float) -> None:
+        with self.lock:
+            self.returns.append(episode_return)
+
+
+WRONG_BUDGETS += [DequeReturnsBudget, SetReturnsBudget, GivingUpBudget, GiveBackBudget]
 GivingUpBudget.decided_by_construction = True  # explore: a lock given up, every run
+GiveBackBudget.decided_by_construction = True  # explore: the bounded search reaches it
 
 CORRECT_BUDGETS = [ConditionBudget, TicketBudget]
 

@@ -93,6 +93,10 @@ def test_a_step_handed_out_twice_or_a_lost_step_is_refused(observed):
     with pytest.raises(Rejected, match="T == 2"):
         judge.check_budget(seen)
     seen = _seen(observed, "check_budget")
+    seen["schedules"][30]["t_at_stop"] = [4]
+    with pytest.raises(Rejected, match="schedule 31 T read 4 once an actor"):
+        judge.check_budget(seen)
+    seen = _seen(observed, "check_budget")
     seen["schedules"][40]["stopped_at"] = [3, 1]
     with pytest.raises(Rejected, match="schedule 41 an actor's take.. returned None when at "
                                        "most 1 of the 3"):

@@ -5,21 +5,27 @@ write-back after other work), where real threads under the GIL rarely show it. S
 runs under the controlled scheduler (``explore``): :data:`BUDGET_ACTORS` actors share one
 ``StepBudget(BUDGET_T_MAX)``; each takes steps until ``take()`` returns ``None``, finishes an
 episode after every step (an episode of one step, whose return is the step's number), and
-then asks once more. Every schedule with at most :data:`BUDGET_DEVIATIONS` departures from
-round-robin order runs, then :data:`BUDGET_SAMPLES` seeded samples: a check-then-act in
-``take()``, a step counted by a read and a later write-back, or a list rebuilt by two threads
-at once fails in a schedule the bounded search always reaches, whatever the seed.
+then asks once more. An observer thread reads ``T`` once the first actor has had its last
+``None`` (the other may be inside ``take()`` then). Up to :data:`BUDGET_SCHEDULES` schedules
+run: every schedule with at most :data:`BUDGET_DEVIATIONS` departures from round-robin order
+first, then :data:`BUDGET_SAMPLES` seeded samples if the bound was covered: a check-then-act
+in ``take()``, a step counted by a read and a later write-back, a step counted and given back,
+or a list rebuilt by two threads at once fails in a schedule the search always reaches,
+whatever the seed.
 
 After the schedule: the step numbers handed out are exactly ``1 .. T_MAX``, once each (no
 overshoot, no duplicate, none missing), every ``take()`` after the budget was spent returned
 ``None``, no actor got its first ``None`` before ``T_MAX`` steps could have been taken (those
-handed out, plus one per other actor inside ``take()`` then), ``T`` is ``T_MAX`` and
+handed out, plus one per other actor inside ``take()`` then), ``T`` read by each actor right
+after its first ``None`` (the other may be inside ``take()``) and at the end is ``T_MAX`` (a
+``take()`` that counts a step and gives it back shows ``T_MAX + 1`` between), and
 ``returns`` holds every finished episode's return.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -46,6 +52,8 @@ class BudgetRun:
         self.steps: list[list[Any]] = [[] for _ in range(actors)]
         self.inside = [False] * actors
         self.stopped_at: list[int] = []
+        self.t_at_stop: list[Any] = []
+        self.first_none = threading.Event()
         self.after: list[Any] = []
 
 
@@ -81,6 +89,15 @@ def _check(run: BudgetRun, observed: list | None = None) -> None:
             f"actor got None when at most {early[0]} had been (handed out, or being handed out "
             "to the other actor), and stopped: take() must wait for its lock, not give up (a "
             "timed acquire gives up on a busy machine, and that actor's work ends early)")
+    read = [plain(t, "StepBudget.T", (int,)) for t in run.t_at_stop]
+    wrong = [t for t in read if t != t_max]
+    if wrong:
+        raise AssertionError(
+            f"expected T == T_MAX == {t_max} once an actor's take() had returned None, but "
+            f"T read {wrong[0]}"
+            + (" while the other actor was inside take(): T is the number of steps taken and "
+               "never passes T_MAX, not even for a moment (a step counted, then given back)"
+               if wrong[0] > t_max else ""))
     late = [_step(s, "take() after the budget was spent") for s in run.after]
     if any(s is not None for s in late):
         raise AssertionError(
@@ -102,8 +119,8 @@ def _check(run: BudgetRun, observed: list | None = None) -> None:
             + (": an episode's return was lost (two actors rebuilt the list at once)"
                if len(returns) < t_max else ""))
     if observed is not None:
-        observed.append({"taken": sorted(taken), "stopped_at": run.stopped_at, "after": late,
-                         "T": t_value,
+        observed.append({"taken": sorted(taken), "stopped_at": run.stopped_at,
+                         "t_at_stop": read, "after": late, "T": t_value,
                          "returns": sorted(float(r) for r in returns)})
 
 
@@ -121,9 +138,17 @@ def _actor(index: int, t_max: int) -> Callable[[BudgetRun], None]:
                 break
             mine.append(step)
             budget.finish_episode(float(step))
+        state.first_none.set()
         state.after.append(budget.take())
     run.__name__ = f"actor_{index}"
     return run
+
+
+def _observer(state: BudgetRun) -> None:
+    """Reads ``T`` once the first actor has its last ``None``, while the other may be inside
+    ``take()``: not glue, so the read is a decision point of its own."""
+    state.first_none.wait()
+    state.t_at_stop.append(state.budget.T)
 
 
 def run_budget(budget_class: Callable[[int], Any], *, seed: int = SEED,
@@ -135,8 +160,8 @@ def run_budget(budget_class: Callable[[int], Any], *, seed: int = SEED,
     judge): the step numbers handed out, what each actor's last ``take()`` returned, ``T``
     and the returns recorded.
     """
-    workers = [_actor(k, t_max) for k in range(actors)]
-    return explore(lambda: BudgetRun(budget_class, t_max, actors), workers,
+    actors_ = [_actor(k, t_max) for k in range(actors)]
+    return explore(lambda: BudgetRun(budget_class, t_max, actors), [*actors_, _observer],
                    functools.partial(_check, observed=observed), seed=seed,
                    max_schedules=schedules, timeout_s=TIMEOUT_S, samples=BUDGET_SAMPLES,
-                   deviations=BUDGET_DEVIATIONS, glue=workers)
+                   deviations=BUDGET_DEVIATIONS, glue=actors_)
