@@ -120,8 +120,11 @@ def test_running_out_of_budget_between_trials_is_a_timeout():
     def slowish(state):
         time.sleep(0.05)
 
+    # 50 trials of 0.05 s each outlast the 1 s budget; one trial would have to take a whole
+    # second to be cut inside (then "deadlock": sleeping threads make no progress). At 0.2 s
+    # that happened once beside a loaded test run (load 7 on 2 cores).
     result = stress(_counter_state, [slowish, slowish], lambda s: True, trials=50,
-                    timeout_s=0.2)
+                    timeout_s=1.0)
     assert result.verdict == "timeout"
     assert result.schedules_run < 50
 
