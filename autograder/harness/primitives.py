@@ -43,7 +43,10 @@ _SIMPLE_QUEUE_GET = vars(_queue.SimpleQueue)["get"]
 _JOIN_CODE = threading.Thread._wait_for_tstate_lock.__code__
 _OWNER = re.compile(r"owner=(\d+)")
 _POOL_WORKER_CODE = __import__("concurrent.futures.thread").futures.thread._worker.__code__
-_CONDITION_WAIT_CODE = threading.Condition.wait.__code__
+#: The library frames a single timed wait passes through, innermost (the blocking acquire) to
+#: outermost (the call the student made).
+_SINGLE_WAITS = frozenset({threading.Condition.wait.__code__, threading.Event.wait.__code__,
+                           _JOIN_CODE, threading.Thread.join.__code__})
 
 
 class OwnedLock:
@@ -293,15 +296,16 @@ def _students(code: types.CodeType) -> bool:
 
 def _asked_for_by_student(frame: types.FrameType, glue: frozenset[int]) -> bool:
     """Whether a timed ``acquire`` is the answer's own timeout: made in its code, or the one
-    ``Condition.wait(timeout)`` makes when its code called it, directly or through glue (a
-    check's stand-in). A single wait, with no clock of its own: a ``Queue``'s or
-    ``wait_for``'s deadline loop in the library would wait again."""
+    ``Condition.wait(timeout)``, ``Event.wait(timeout)`` or ``Thread.join(timeout)`` makes when
+    its code called them, directly, through glue (a check's stand-in) or through C (a
+    ``functools.partial`` the call-site test does not see). Each is a single wait, with no clock
+    of its own: a ``Queue``'s or ``wait_for``'s deadline loop in the library would wait again."""
     if _students(frame.f_code):
         return True
-    if frame.f_code is not _CONDITION_WAIT_CODE:
+    if frame.f_code not in _SINGLE_WAITS:
         return False
     caller = frame.f_back
-    while caller is not None and id(caller.f_code) in glue:
+    while caller is not None and (caller.f_code in _SINGLE_WAITS or id(caller.f_code) in glue):
         caller = caller.f_back
     return caller is not None and _students(caller.f_code)
 

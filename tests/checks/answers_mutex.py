@@ -10,6 +10,7 @@ structure).
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import threading
 import time
 from typing import Any
@@ -441,6 +442,9 @@ class TimedWaitThenComputeCache:
         self._pending: dict[Any, threading.Event] = {}
         self._lock = threading.Lock()
 
+    def _wait_for(self, event: threading.Event) -> bool:
+        return event.wait(timeout=5.0)
+
     def get(self, key: Any) -> Any:
         with self._lock:
             if key in self._values:
@@ -459,7 +463,7 @@ class TimedWaitThenComputeCache:
                 with self._lock:
                     del self._pending[key]
                 event.set()
-        if event.wait(timeout=5.0):
+        if self._wait_for(event):
             with self._lock:
                 if key in self._values:
                     return self._values[key]
@@ -467,6 +471,16 @@ class TimedWaitThenComputeCache:
 
 
 TimedWaitThenComputeCache.decided_by_construction = True  # a give-up the search reaches
+
+
+class PartialTimedWaitCache(TimedWaitThenComputeCache):
+    """The same timed wait hidden behind ``functools.partial`` (an attack on the call-site
+    test, which sees a partial, not ``Event.wait``): the wait still gives up inside."""
+
+    _wait_for = functools.partial(threading.Event.wait, timeout=5.0)  # not a method: no self
+
+
+PartialTimedWaitCache.decided_by_construction = True
 
 WRONG_CACHES = [
     NoLockCache,
@@ -480,6 +494,7 @@ WRONG_CACHES = [
     EvictingFutureCache,
     EventNoFinallyCache,
     TimedWaitThenComputeCache,
+    PartialTimedWaitCache,
 ]
 CORRECT_CACHES = [FutureCache, SetdefaultKeyLockCache]
 
