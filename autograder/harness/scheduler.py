@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 from . import codemap, tamper
 from .runstate import Outcome, Step, _Abort, _Thread
-from .tracing import Tracing, _code_of
+from .tracing import Tracing, glue_codes
 from .turns import FAIR_STEPS, GIVE_UPS, Turns, _outside_user_frames
 
 __all__ = ["FAIR_STEPS", "GIVE_UPS", "NATIVE_STALL_S", "Outcome", "Run", "Step", "Strategy"]
@@ -62,7 +62,7 @@ class Run(Tracing, Turns):
         #: Trace user code that library code calls back (see :func:`explore`'s ``callbacks``).
         self.callbacks = callbacks
         #: Code run without decision points of its own (see :func:`explore`'s ``glue``).
-        self.glue_code = tuple(_code_of(function) for function in glue)
+        self.glue_code = tuple(code for function in glue for code in glue_codes(function))
         self.glue = frozenset(id(code) for code in self.glue_code)
         self.workers = list(workers)
         self.strategy = strategy

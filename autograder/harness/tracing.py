@@ -238,3 +238,23 @@ def _invisible_call(frame: types.FrameType, function: object, count: int) -> boo
 
 def _code_of(function: Any) -> types.CodeType:
     return (function.__func__ if isinstance(function, types.MethodType) else function).__code__
+
+
+#: The code objects Python 3.11 makes for comprehensions, run at once inside their function
+#: (3.12 inlines them, PEP 709). Generator expressions, lambdas and nested functions are not
+#: among them: they may run later, from other code (a closure an answer's ``__init__`` hands
+#: a thread keeps its decision points even when ``__init__`` is glue).
+_COMPREHENSIONS = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>"})
+
+
+def glue_codes(function: Any) -> list[types.CodeType]:
+    """The code of a glue function and of the comprehensions in it, none with decision points
+    (a snapshot taken in a list comprehension is one step, however many items it reads)."""
+    found, todo = [], [_code_of(function)]
+    while todo:
+        code = todo.pop()
+        found.append(code)
+        todo.extend(c for c in code.co_consts  # ".0": the compiler's name, none in source
+                    if isinstance(c, types.CodeType) and c.co_name in _COMPREHENSIONS
+                    and c.co_varnames[:1] == (".0",))
+    return found

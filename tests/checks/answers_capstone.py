@@ -272,9 +272,9 @@ class TimedJoinService(ConditionBatchService):
         self._thread.join(timeout=2.0)
 
 
-# Not among WRONG_ACCOUNTING yet: alone it fails every grading run (schedule 1 of the explored
-# close), but in the suite's isolated children, beside a full test run, it passed 3 grading runs
-# of 3 (session 18, cause not found; lesson 09's TimedJoinLearner flakes the same way).
+# Fails in schedule 1 of the explored close, every run. Session 18 saw it pass 3 grading runs of
+# 3 in an isolated child after other wrong services: their ~100 threads left behind made the
+# grader's snapshot of the live threads outlast FAIR_STEPS (found and mended in session 20).
 TimedJoinService.decided_by_construction = True
 
 
@@ -850,7 +850,7 @@ WRONG_ACCOUNTING = [DropsPartialBatchService, WindowDropsPartialService, LeakyCl
                     GraderNamedLeakService, DeadLookingLeakService, CloseWithoutJoinService,
                     CloseSleepsInsteadOfJoinService, UnlockedSliceService,
                     CheckThenAppendService, ReshapingService, BatchesEveryTakeService,
-                    CountsAfterWakingService, UnlockedCountService]
+                    CountsAfterWakingService, UnlockedCountService, TimedJoinService]
 WRONG_THROUGHPUT = [LockPerCallService, PerThreadCopyService, ComputeWhenReadService,
                     SkipsTheSlowLayerService, SlowsTheOtherServicesService, ZerosWhenTimedService]
 CORRECT = [ConditionBatchService, QueueCommandService, FutureBatchService, PollingBatchService,

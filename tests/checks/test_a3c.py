@@ -60,6 +60,7 @@ from tests.checks.grading_runs import (
     fails_every_run,
     runs_for,
     solution_namespace,
+    threads_left_behind,
     unfilled_answer_test,
     validity_tests,
 )
@@ -146,6 +147,16 @@ def test_budget_races_are_found_within_the_bound_whatever_the_seed(answer: Any,
     result = a3c.run_budget(answer, seed=seed)
     assert result.verdict == "race", result.message
     assert result.schedules_run <= 30
+
+
+def test_a_timed_join_in_close_fails_however_many_threads_earlier_code_left_behind() -> None:
+    # CI of 5bf6ff8: TimedJoinLearner passed a grading run in a test worker that earlier files
+    # had left about 100 threads in: the grader's snapshot of the live threads ran past
+    # FAIR_STEPS, the closer was set aside in it, and the learner thread ended meanwhile.
+    with threads_left_behind():
+        result = a3c.run_learner_explore(answers.TimedJoinLearner)
+    assert result.verdict == "race" and result.schedules_run == 1, result.message
+    assert "still running when it returned" in result.message
 
 
 class _LeftRunning(answers.QueueLearner):

@@ -71,6 +71,7 @@ from tests.checks.grading_runs import (
     Exercise,
     judged,
     runs_for,
+    threads_left_behind,
     unfilled_answer_test,
 )
 from tests.checks.isolation import IsolatedRuns
@@ -344,6 +345,16 @@ def test_correct_services_are_explored_on_the_stub_model_and_pass(answer):
         assert seen["bounded"] > 0 and seen["schedules_run"] == seen["bounded"] + \
             capstone.EXPLORE_SAMPLES, seen["schedules_run"]
     assert answers.queue is queue and answers.threading is threading and answers.time is time
+
+
+def test_a_timed_join_in_close_fails_however_many_threads_earlier_code_left_behind():
+    """Session 18 saw TimedJoinService pass in an isolated child after other wrong services:
+    with about 100 threads alive, the grader's snapshot of the live threads ran past
+    FAIR_STEPS, the closer was set aside in it, and the batcher ended meanwhile."""
+    with threads_left_behind():
+        result = capstone.explore_service(answers.TimedJoinService)
+    assert result is not None and result.verdict == "race" and result.schedules_run == 1, result
+    assert "('batcher') were still running" in result.message, result.message
 
 
 @pytest.mark.parametrize(("answer", "scenario"), [(answers.UnlockedSliceService, "clients"),

@@ -12,6 +12,7 @@ import pytest
 
 from autograder.harness import Result, explore, replay, stress
 from autograder.harness.exploration import parse_token
+from autograder.harness.turns import FAIR_STEPS
 
 from .subjects import SUBJECTS
 
@@ -253,6 +254,49 @@ def test_glue_has_no_decision_points_but_the_user_code_it_calls_keeps_its_own():
     assert plain.verdict == glued.verdict == "race"
     assert replay(setup, [glue_around_bump, glue_around_bump], two, glued,
                   glue=(glue_around_bump,)).schedule == glued.schedule
+
+
+def test_a_comprehension_inside_glue_is_glue_too_so_a_long_snapshot_is_one_step():
+    # Session 20: the grader's snapshot of the threads alive after close() was a list
+    # comprehension with decision points; with 100 threads in the process it ran past
+    # FAIR_STEPS, the closer was set aside mid-snapshot and the answer's thread ended first.
+    def setup():
+        return SimpleNamespace(x=0, seen=[])
+
+    def write(state):
+        state.x = 1
+
+    def snapshot(state):
+        state.seen = [state.x for _ in range(3 * FAIR_STEPS)]
+
+    def whole(state):
+        assert len(set(state.seen)) == 1, sorted(set(state.seen))
+
+    glued = explore(setup, [snapshot, write], whole, strategy="exhaustive",
+                    max_schedules=200, glue=(snapshot,))
+    assert glued.ok, glued.message
+    torn = explore(setup, [snapshot, write], whole, strategy="exhaustive", max_schedules=200)
+    assert torn.verdict == "race"
+
+
+def test_a_function_written_inside_glue_keeps_its_decision_points():
+    # A closure may run later, on a thread the answer starts: lesson 08 makes an answer's
+    # __init__ glue, and a collector written inside it must still be searched.
+    def setup():
+        return SimpleNamespace(count=0)
+
+    def outer(state):
+        def bump():
+            seen = state.count
+            state.count = seen + 1
+
+        bump()
+
+    def two(state):
+        assert state.count == 2, state.count
+
+    result = explore(setup, [outer, outer], two, strategy="exhaustive", glue=(outer,))
+    assert result.verdict == "race"
 
 
 def test_only_one_controlled_thread_runs_at_a_time(installed):

@@ -346,7 +346,7 @@ def run_learner_explore(learner_class: Callable[[Any, Any], Any], *, seed: int =
                            functools.partial(_check, observed=observed, closed=True),
                            seed=seed, max_schedules=schedules, timeout_s=TIMEOUT_S,
                            samples=LEARNER_SAMPLES, deviations=LEARNER_DEVIATIONS,
-                           glue=(first, second, *CUT_GLUE))
+                           glue=(first, second, _running_now, alive_since, *CUT_GLUE))
     finally:
         del optimizer.apply_gradients
         pool.clock[0] = time.perf_counter

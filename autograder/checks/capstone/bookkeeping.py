@@ -312,7 +312,7 @@ _SCENARIOS: tuple[tuple[str, bool, tuple[Callable[[Any], None], ...], Callable[.
     ("closing", False, (_asking_client, _closing_client), _check_closing),
 )
 _GLUE = (_make, _ask, _close, _first_client, _second_client, _asking_client, _closing_client,
-         stub_row, *CUT_GLUE,
+         stub_row, alive_since, *CUT_GLUE,
          *(f for f in vars(StubModel).values() if isinstance(f, types.FunctionType)))
 """The check's own code, the stub model's and the stand-ins' (no decision points): the search
 spends its bound on the service's code."""
