@@ -17,6 +17,7 @@ from autograder.checks.variables.settings import (
     COUNTER_STRESS_STEPS,
     COUNTER_STRESS_THREADS,
     COUNTER_TRIALS,
+    EXPLORE_TIMEOUT_S,
     SEED,
     TIMEOUT_S,
 )
@@ -147,7 +148,8 @@ def run_step_counter_explore(counter_class: Callable[[], Any], *, seed: int = SE
     try:
         return explore(setup, _counter_workers(steps, threads),
                        _counter_check(threads * steps, observed),
-                       seed=seed, max_schedules=schedules, timeout_s=TIMEOUT_S, callbacks=True)
+                       seed=seed, max_schedules=schedules, timeout_s=EXPLORE_TIMEOUT_S,
+                       callbacks=True)
     finally:
         tf.config.run_functions_eagerly(eager)
 

@@ -18,6 +18,7 @@ from autograder.checks.variables.model import probe, read_versions, version_weig
 from autograder.checks.variables.settings import (
     EXPLORE_LAYERS,
     EXPLORE_STRATEGY,
+    EXPLORE_TIMEOUT_S,
     FIRST_VERSION,
     LAYERS,
     PUBLISHER_DEVIATIONS,
@@ -314,6 +315,6 @@ def run_publisher_explore(publisher_class: Callable[[Any], Any], *, seed: int = 
     workers = [reader_for(index) for index in range(readers)]
     return explore(setup, [*workers, writer],
                    _publisher_check(updates, observed, reads_last=alone), seed=seed,
-                   max_schedules=schedules, timeout_s=TIMEOUT_S, strategy=EXPLORE_STRATEGY,
+                   max_schedules=schedules, timeout_s=EXPLORE_TIMEOUT_S, strategy=EXPLORE_STRATEGY,
                    deviations=PUBLISHER_DEVIATIONS if alone else PUBLISHER_READERS_DEVIATIONS,
                    samples=PUBLISHER_SAMPLES, glue=(writer, *workers, _stepped_set_weights))
