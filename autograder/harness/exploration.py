@@ -88,9 +88,9 @@ def explore(
             schedule with at most this many departures from round-robin order. 1 for most
             checks; 2 where the program is short (its space grows like steps squared).
         glue: Functions of the check's own (a worker's loop around the answer's calls) whose
-            instructions (and those of the list, set and dict comprehensions in them) are no
-            decision points, while the user code they call keeps its own: the search then
-            spends its bound on the answer's code. An addition to the
+            instructions (and, in the grader's own files, those of their list, set and dict
+            comprehensions) are no decision points, while the user code they call keeps its
+            own: the search then spends its bound on the answer's code. An addition to the
             course's API, for checks; :func:`replay` needs the same ``glue``.
 
     Returns:

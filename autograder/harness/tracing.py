@@ -242,19 +242,23 @@ def _code_of(function: Any) -> types.CodeType:
 
 #: The code objects Python 3.11 makes for comprehensions, run at once inside their function
 #: (3.12 inlines them, PEP 709). Generator expressions, lambdas and nested functions are not
-#: among them: they may run later, from other code (a closure an answer's ``__init__`` hands
-#: a thread keeps its decision points even when ``__init__`` is glue).
+#: among them: they may run later, from other code.
 _COMPREHENSIONS = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>"})
 
 
 def glue_codes(function: Any) -> list[types.CodeType]:
-    """The code of a glue function and of the comprehensions in it, none with decision points
-    (a snapshot taken in a list comprehension is one step, however many items it reads)."""
-    found, todo = [], [_code_of(function)]
+    """The code of a glue function and, when it is the grader's own (a file of its package,
+    which graded code cannot claim), of the comprehensions in it: none has decision points (a
+    snapshot of the live threads is one step, however many threads the process holds). An
+    answer's function made glue (lesson 08's ``__init__``) keeps its comprehensions' decision
+    points: a code object's name and arguments are the answer's to forge."""
+    code = _code_of(function)
+    if not code.co_filename.startswith(tamper.GRADER_DIR):
+        return [code]
+    found, todo = [], [code]
     while todo:
         code = todo.pop()
         found.append(code)
-        todo.extend(c for c in code.co_consts  # ".0": the compiler's name, none in source
-                    if isinstance(c, types.CodeType) and c.co_name in _COMPREHENSIONS
-                    and c.co_varnames[:1] == (".0",))
+        todo.extend(c for c in code.co_consts
+                    if isinstance(c, types.CodeType) and c.co_name in _COMPREHENSIONS)
     return found
