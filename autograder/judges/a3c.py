@@ -32,6 +32,9 @@ ONE_THREAD_PUSHES = 2
 #: schedules (at most; the bounded search's then this many samples).
 LEARNER_SCHEDULES = 300
 LEARNER_SAMPLES = 20
+#: Then one actor pushing this many gradients (one more than a stress trial) while the
+#: learner's first apply waits for them: one schedule.
+LEARNER_BACKLOG_PUSHES = LEARNER_THREADS * LEARNER_PUSHES + 1
 #: Exercise 3: the budget, the actors, and the explored schedules (at most; the bounded
 #: search's then this many samples).
 BUDGET_T_MAX = 3
@@ -113,9 +116,9 @@ def _overlapping_pairs(applies: list) -> int:
 
 
 def check_learner(seen: dict) -> None:
-    """Two applies and exact weights on one thread; in every trial every push applied once:
-    the exact SGD weights, ``iterations`` equal to the pushes, no two applies at once,
-    ``close()`` returned and no thread of the answer's left running."""
+    """Two applies and exact weights on one thread; in every trial, explored schedule and the
+    backlog every push applied once: the exact SGD weights, ``iterations`` equal to the pushes,
+    no two applies at once, ``close()`` returned and no thread of the answer's left running."""
     one_thread = field(seen, "one_thread", dict)
     iterations = field(one_thread, "iterations", int)
     largest = field(one_thread, "largest_difference", float)
@@ -149,6 +152,19 @@ def check_learner(seen: dict) -> None:
         pairs = _overlapping_pairs(items(run, "applies", list, at_least=0, at_most=100))
         expect(pairs == 0, f"in explored schedule {number} two apply_gradients calls ran at "
                            "the same time")
+    backlog = field(seen, "backlog", dict)
+    expect(field(backlog, "pushes", int) == LEARNER_BACKLOG_PUSHES
+           and field(backlog, "iterations", int) == LEARNER_BACKLOG_PUSHES,
+           f"with the learner busy, optimizer.iterations was not {LEARNER_BACKLOG_PUSHES} after "
+           f"{LEARNER_BACKLOG_PUSHES} pushes: a push lost its gradient")
+    differences = items(backlog, "differences", float, at_least=VARIABLES, at_most=VARIABLES)
+    expect(not any(differences), "with the learner busy, the weights differ from the exact SGD "
+                                 "sum")
+    pairs = _overlapping_pairs(items(backlog, "applies", list, at_least=0,
+                                     at_most=LEARNER_BACKLOG_PUSHES + 1))
+    expect(pairs == 0, "with the learner busy, two apply_gradients calls ran at the same time")
+    expect(field(backlog, "closed", bool) is True and field(backlog, "left", int) == 0,
+           "with the learner busy, close() did not stop every thread of the learner")
 
 
 def check_budget(seen: dict) -> None:

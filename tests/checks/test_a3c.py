@@ -46,6 +46,7 @@ import re
 import threading
 import time
 import warnings
+from pathlib import Path
 from typing import Any
 
 import keras
@@ -231,3 +232,15 @@ def test_sgd_on_the_grid_gives_the_same_weights_in_every_order() -> None:
             optimizer.apply_gradients(zip(grads[index], model.trainable_variables, strict=True))
         assert all(np.array_equal(np.asarray(w, "float64"), e)
                    for w, e in zip(model.get_weights(), expected, strict=True))
+
+
+def test_a_push_that_drops_its_gradient_on_a_full_queue_fails_in_the_backlogs_one_schedule(
+) -> None:
+    result = a3c.run_learner_backlog(answers.DropWhenFullLearner)
+    assert result.verdict == "race" and result.schedules_run == 1, result.message
+    assert "gradients were never applied" in result.message
+
+
+def test_the_lesson_states_the_backlogs_push_count() -> None:
+    text = " ".join(Path("solutions/09_a3c.py").read_text().replace("#", " ").split())
+    assert f"one actor pushes {a3c.LEARNER_BACKLOG_PUSHES} gradients" in text

@@ -68,6 +68,21 @@ def test_a_lost_update_or_two_applies_at_once_are_refused(observed):
         judge.check_learner(seen)
 
 
+def test_a_gradient_dropped_while_the_learner_was_busy_is_refused(observed):
+    seen = _seen(observed, "check_learner")
+    seen["backlog"]["iterations"] -= 1
+    with pytest.raises(Rejected, match="a push lost its gradient"):
+        judge.check_learner(seen)
+    seen = _seen(observed, "check_learner")
+    seen["backlog"]["differences"][0] = a3c.LEARNING_RATE * a3c.GRADIENT_STEP
+    with pytest.raises(Rejected, match="busy, the weights differ"):
+        judge.check_learner(seen)
+    seen = _seen(observed, "check_learner")
+    seen["backlog"]["left"] = 1
+    with pytest.raises(Rejected, match="did not stop every thread"):
+        judge.check_learner(seen)
+
+
 def test_a_long_budget_that_drops_equal_or_old_returns_is_refused(observed):
     seen = _seen(observed, "check_budget")
     seen["long_returns"] = sorted(set(seen["long_returns"]))  # a set() of returns
@@ -144,7 +159,8 @@ def test_two_actors_acting_on_a_stale_cache_or_a_cut_search_are_refused(observed
 
 @pytest.mark.parametrize(("name", "key"), [
     ("check_shared_network", "trials"), ("check_shared_network", "trials_run"),
-    ("check_learner", "trials"), ("check_learner", "one_thread"), ("check_budget", "schedules"),
+    ("check_learner", "trials"), ("check_learner", "one_thread"), ("check_learner", "backlog"),
+    ("check_budget", "schedules"),
     ("check_budget", "bounded"), ("check_versioned", "trials"), ("check_versioned", "schedules")])
 def test_a_report_without_a_decisive_observation_is_refused(observed, name, key):
     seen = _seen(observed, name)
@@ -165,6 +181,7 @@ def test_a_trial_without_its_decisive_observation_is_refused(observed):
 def test_the_judges_constants_are_the_checks_settings():
     for name in ("HIDDEN", "STATE_SIZE", "NETWORK_TRIALS", "NETWORK_THREADS", "NETWORK_CALLS",
                  "LEARNER_TRIALS", "LEARNER_THREADS", "LEARNER_PUSHES", "LEARNER_SCHEDULES",
+                 "LEARNER_BACKLOG_PUSHES",
                  "LEARNER_SAMPLES", "BUDGET_T_MAX", "BUDGET_LONG_T_MAX", "BUDGET_LONG_RETURNS",
                  "BUDGET_ACTORS", "BUDGET_SCHEDULES", "BUDGET_SAMPLES", "VERSIONED_TRIALS",
                  "VERSIONED_LEARNS", "VERSIONED_ACTORS", "VERSIONED_EXPLORE_LEARNS",

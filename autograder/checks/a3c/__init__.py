@@ -60,7 +60,12 @@ from autograder.checks.a3c.lab import (
     torn_reads,
     unbuilt_sequential,
 )
-from autograder.checks.a3c.learner import LearnerTrial, run_learner, run_learner_explore
+from autograder.checks.a3c.learner import (
+    LearnerTrial,
+    run_learner,
+    run_learner_backlog,
+    run_learner_explore,
+)
 from autograder.checks.a3c.model import (
     actor_critic,
     expected_after,
@@ -88,6 +93,7 @@ from autograder.checks.a3c.settings import (
     CLOSE_TIMEOUT_S,
     GRADIENT_STEP,
     HIDDEN,
+    LEARNER_BACKLOG_PUSHES,
     LEARNER_PUSHES,
     LEARNER_THREADS,
     LEARNER_TRIALS,
@@ -121,7 +127,8 @@ __all__ = [
     # settings
     "ACT_GAP_S", "ACTIONS", "BUDGET_ACTORS", "BUDGET_DEVIATIONS", "BUDGET_SAMPLES",
     "BUDGET_SCHEDULES", "BUDGET_T_MAX", "CLOSE_TIMEOUT_S", "GRADIENT_STEP", "HIDDEN",
-    "LEARNER_PUSHES", "LEARNER_THREADS", "LEARNER_TRIALS", "LEARNING_RATE", "NETWORK_CALLS",
+    "LEARNER_BACKLOG_PUSHES", "LEARNER_PUSHES", "LEARNER_THREADS", "LEARNER_TRIALS",
+    "LEARNING_RATE", "NETWORK_CALLS",
     "NETWORK_THREADS", "NETWORK_TRIALS", "SEED", "STATE_SIZE", "THREAD_EXIT_S", "TIMEOUT_S",
     "VERSIONED_ACTORS", "VERSIONED_DEVIATIONS", "VERSIONED_EXPLORE_ACTORS",
     "VERSIONED_EXPLORE_LEARNS", "VERSIONED_LEARNS",
@@ -136,7 +143,8 @@ __all__ = [
     "torn_reads", "unbuilt_sequential",
     # the four exercises
     "TraceCount", "not_ready", "run_shared_network", "LearnerTrial", "run_learner",
-    "run_learner_explore", "BudgetRun", "run_budget", "FIRST_WEIGHT", "VersionedTrial",
+    "run_learner_backlog", "run_learner_explore", "BudgetRun", "run_budget", "FIRST_WEIGHT",
+    "VersionedTrial",
     "run_versioned_explore", "run_versioned_stress",
     # graders
     "check_budget", "check_learner", "check_shared_network", "check_versioned",

@@ -9,7 +9,12 @@ from typing import Any
 import numpy as np
 
 from autograder.checks.a3c.budget import run_budget
-from autograder.checks.a3c.learner import learner_pool, run_learner, run_learner_explore
+from autograder.checks.a3c.learner import (
+    learner_pool,
+    run_learner,
+    run_learner_backlog,
+    run_learner_explore,
+)
 from autograder.checks.a3c.model import flat_outputs, grid_gradients, grid_weights, version_of
 from autograder.checks.a3c.network import run_shared_network
 from autograder.checks.a3c.settings import (
@@ -63,6 +68,14 @@ _LEARNER_HINTS = {
     "error": "a push() raised while other actors were pushing.",
 }
 
+_BACKLOG_HINTS = {
+    **_LEARNER_HINTS,
+    "race": "a push must never lose its gradient, however busy the learner is: on a loaded "
+            "machine a learner falls behind, a bounded queue fills and a put with a timeout "
+            "gives up. Block until there is room (put() without a timeout, or retry until it "
+            "succeeds), or keep the queue unbounded.",
+}
+
 
 def check_learner(learner_class: Callable[[Any, Any], Any], **kwargs: Any) -> None:
     """Grade a ``SharedLearner`` class (exercise 2): one thread first, then real threads.
@@ -103,12 +116,17 @@ def check_learner(learner_class: Callable[[Any, Any], Any], **kwargs: Any) -> No
     explored = run_learner_explore(learner_class, observed=schedules, **explore_kwargs)
     require(explored, exercise="SharedLearner", hints=_LEARNER_HINTS,
             again=call_text("a3c.run_learner_explore", "SharedLearner", **explore_kwargs))
+    backlog: list = []
+    behind = run_learner_backlog(learner_class, observed=backlog, **explore_kwargs)
+    require(behind, exercise="SharedLearner", hints=_BACKLOG_HINTS,
+            again=call_text("a3c.run_learner_backlog", "SharedLearner", **explore_kwargs))
     trials: list = []
     result = run_learner(learner_class, observed=trials, **kwargs)
     require(result, exercise="SharedLearner", hints=_LEARNER_HINTS,
             again=call_text("a3c.run_learner", "SharedLearner", **kwargs))
     report({"one_thread": {"iterations": iterations, "largest_difference": largest},
             "trials": trials, "trials_run": result.schedules_run,
+            "backlog": backlog[0] if backlog else None,
             **explored_report(explored, schedules)})
 
 

@@ -12,6 +12,9 @@ Real threads (``stress``): :data:`LEARNER_THREADS` actors released together push
 no thread the answer started may outlive it. Controlled scheduler (``explore``,
 :func:`run_learner_explore`, run first): two actors push one gradient each and one closes,
 for races in the answer's own Python (a lock or a learner thread made on the first push).
+Then a backlog (:func:`run_learner_backlog`): one actor pushes while the learner is busy, so
+that a bounded queue fills and a push that gives up waiting for room shows the gradient it
+dropped.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ import numpy as np
 from autograder.checks.a3c.model import actor_critic, expected_after, grid_gradients, grid_weights
 from autograder.checks.a3c.settings import (
     CLOSE_TIMEOUT_S,
+    LEARNER_BACKLOG_PUSHES,
+    LEARNER_BACKLOG_YIELDS,
     LEARNER_DEVIATIONS,
     LEARNER_PUSHES,
     LEARNER_SAMPLES,
@@ -139,12 +144,18 @@ class LearnerTrial:
     ready: Any = None
     left_at_close: list[str] | None = None
     calls: list[tuple[int, float, float]] = field(default_factory=list)
+    #: The backlog run's pushes that have returned.
+    pushed: int = 0
 
 
-def _lost_iterations_message(iterations: int, pushes: int) -> str:
+def _lost_iterations_message(iterations: int, pushes: int, *, backlog: bool = False) -> str:
     seen = f"expected optimizer.iterations == {pushes} (one per pushed gradient), saw {iterations}"
     if not iterations:
         return seen + ": apply each gradient with optimizer.apply_gradients, which counts it"
+    if iterations < pushes and backlog:
+        return (f"{seen}: {pushes - iterations} gradients were never applied, with the learner "
+                "busy while one actor pushed them (a push that gave up waiting for room on a "
+                "full queue and dropped its gradient?)")
     if iterations < pushes:
         return (f"{seen}: {pushes - iterations} increments were lost (Keras counts with "
                 "iterations.assign_add(1), a read and a separate write on a keras.Variable: "
@@ -160,8 +171,10 @@ def _applies_seen(calls: list[tuple[int, float, float]]) -> list[list]:
             for thread, start, end in calls]
 
 
-def _check(trial: LearnerTrial, observed: list | None = None, *, closed: bool = False) -> None:
-    """Close the learner (unless a worker did: ``closed``) and judge what it applied."""
+def _check(trial: LearnerTrial, observed: list | None = None, *, closed: bool = False,
+           backlog: bool = False) -> None:
+    """Close the learner (unless a worker did: ``closed``) and judge what it applied
+    (``backlog``: in :func:`run_learner_backlog`, which words a lost update as a lost push)."""
     calls = list(trial.calls)
     overlap = _overlapping(calls)
     if closed:
@@ -200,7 +213,7 @@ def _check(trial: LearnerTrial, observed: list | None = None, *, closed: bool = 
             "lost or applied twice. With these gradients every order of the same updates "
             "gives exactly the same weights, so only a lost or repeated update shows")
     if iterations != len(pushed):
-        problems.append(_lost_iterations_message(iterations, len(pushed)))
+        problems.append(_lost_iterations_message(iterations, len(pushed), backlog=backlog))
     elif overlap is not None:
         problems.append(
             f"expected one apply_gradients at a time, but {overlap[1]} pair(s) of "
@@ -349,4 +362,73 @@ def run_learner_explore(learner_class: Callable[[Any, Any], Any], *, seed: int =
                            glue=(first, second, _running_now, alive_since, *CUT_GLUE))
     finally:
         del optimizer.apply_gradients
+        pool.clock[0] = time.perf_counter
+
+
+def _held_first(original: Callable[..., Any], trial: LearnerTrial) -> Callable[..., Any]:
+    """``original`` (``apply_gradients``), its first call held until every push of ``trial``
+    returned, or until it has yielded the core :data:`LEARNER_BACKLOG_YIELDS` times (pushes
+    that block while it waits, on a full queue, cannot return until it applies)."""
+    total = sum(len(mine) for mine in trial.gradients)
+    held = [False]
+
+    def apply_gradients(*args: Any, **kwargs: Any) -> Any:
+        if not held[0]:
+            held[0] = True
+            for _ in range(LEARNER_BACKLOG_YIELDS):
+                if trial.pushed >= total:
+                    break
+                time.sleep(0)
+        return original(*args, **kwargs)
+
+    return apply_gradients
+
+
+def run_learner_backlog(learner_class: Callable[[Any, Any], Any], *, seed: int = SEED,
+                        observed: list | None = None) -> Result:
+    """One actor pushes :data:`LEARNER_BACKLOG_PUSHES` gradients while the learner is busy,
+    then closes: one schedule of ``explore`` (its default, round-robin order).
+
+    The first ``apply_gradients`` waits until every push returned (or it yielded the core
+    :data:`LEARNER_BACKLOG_YIELDS` times: a push blocked on a full queue returns only once it
+    applies), as a learner slowed by a loaded machine does. A queue bound that one stress trial
+    could fill is then full; a push that waits for room with a timeout gives up (its timeout
+    runs out, as the scheduler lets a timed wait do while another thread could still make room)
+    and must not lose its gradient: the weights after ``close()`` must be the exact SGD sum. The
+    answer's timeouts are cut meanwhile, as in :func:`run_learner_explore`. When ``observed`` is
+    given and the schedule passes, it appends what :func:`run_learner` appends for a trial.
+    """
+    pool = learner_pool()
+
+    def setup() -> LearnerTrial:
+        plan = seed * 1000 + 900
+        start = grid_weights(pool.model, plan)
+        gradients = grid_gradients(pool.model, plan + 1, LEARNER_BACKLOG_PUSHES)
+        model, optimizer = pool.fresh(start)
+        trial = LearnerTrial(None, model, optimizer, start, [gradients], calls=pool.calls)
+        trial.before = set(threading.enumerate())
+        optimizer.apply_gradients = pool.noted(
+            _held_first(type(optimizer).apply_gradients.__get__(optimizer), trial))
+        return trial
+
+    def actor(trial: LearnerTrial) -> None:
+        trial.learner = learner_class(trial.model, trial.optimizer)
+        push = trial.learner.push
+        for grads in trial.gradients[0]:
+            push(grads)
+            trial.pushed += 1
+        trial.learner.close()
+        trial.left_at_close = _running_now(trial.before)
+
+    optimizer = pool.optimizer
+    pool.clock[0] = itertools.count().__next__
+    try:
+        with cut_timeouts(learner_class):
+            return explore(setup, [actor],
+                           functools.partial(_check, observed=observed, closed=True,
+                                             backlog=True),
+                           seed=seed, max_schedules=1, timeout_s=TIMEOUT_S,
+                           glue=(actor, _running_now, alive_since, *CUT_GLUE))
+    finally:
+        vars(optimizer).pop("apply_gradients", None)
         pool.clock[0] = time.perf_counter

@@ -30,6 +30,11 @@ LEARNER_TRIALS = 4
 LEARNER_SCHEDULES = 300
 LEARNER_SAMPLES = 20
 LEARNER_DEVIATIONS = 2
+#: Then a backlog, one schedule: one actor pushes one gradient more than a stress trial while
+#: the learner's first apply waits (at most this many yields) for the pushes to return: a
+#: queue bound any trial could fill is full, and a push's timed wait for room runs out.
+LEARNER_BACKLOG_PUSHES = LEARNER_THREADS * LEARNER_PUSHES + 1
+LEARNER_BACKLOG_YIELDS = 200
 #: How long close() may take, and how long a thread the answer started may outlive it.
 CLOSE_TIMEOUT_S = 20.0
 THREAD_EXIT_S = 2.0
