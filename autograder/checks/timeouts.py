@@ -12,10 +12,16 @@ every timeout cut to a millisecond (:func:`cut_timeouts`): the same schedules an
 faster. A ``join`` with a timeout returns at once, as if the thread outlasted it on a loaded
 machine: code that goes on as if the thread had ended shows it. They are put back when the
 exploration ends.
+
+Real threads that the grader holds on purpose (the capstone's update during a model call held
+at a gate) cut the timed acquires of the answer's locks and semaphores too (``locks``): a
+timeout that gives up while the grader holds the lock's owner shows what the code does then,
+every run, instead of a wait longer than the hold outlasting it.
 """
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import queue
 import threading
@@ -92,28 +98,95 @@ def _cut_queue(base: type) -> type:
 
 
 _QUEUES = {cls: _cut_queue(cls) for cls in (queue.Queue, queue.LifoQueue, queue.PriorityQueue)}
-#: The stand-ins of the objects an answer's code may read, by the real object's ``id`` (no
-#: hash or comparison of the answer's own values runs).
-_STAND_INS: dict[int, Any] = {
-    id(real): stand_in for real, stand_in in (
-        (threading.Event, _Event), (threading.Condition, _Condition),
-        (threading.Thread, _Thread), *_QUEUES.items(), (time.sleep, _cut_sleep))}
+
+
+class _CutLock:
+    """A ``Lock`` or ``RLock`` (the real one inside) whose timed ``acquire`` is cut: for real
+    threads only (:func:`cut_timeouts` with ``locks``), never under ``explore``, which sees
+    real locks and makes their timed acquires give up itself. A ``Condition`` built on it
+    uses the real lock's own helpers (an ``RLock``'s ``_is_owned``...)."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self, lock: Any) -> None:
+        self._lock = lock
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        if type(timeout) in (int, float) and timeout > 0:
+            timeout = min(timeout, _CUT_S)
+        return self._lock.acquire(blocking, timeout)
+
+    __enter__ = acquire
+
+    def __exit__(self, *_: object) -> None:
+        self._lock.release()
+
+    def release(self) -> None:
+        self._lock.release()
+
+    def locked(self) -> bool:
+        return self._lock.locked()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._lock, name)
+
+
+def _cut_lock() -> _CutLock:
+    """``threading.Lock()``, its timed acquire cut."""
+    return _CutLock(_thread.allocate_lock())
+
+
+def _cut_rlock() -> _CutLock:
+    """``threading.RLock()``, its timed acquire cut."""
+    return _CutLock(threading.RLock())
+
+
+class _Semaphore(threading.Semaphore):
+    """``threading.Semaphore``, its ``acquire`` timeout cut."""
+
+    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
+        return threading.Semaphore.acquire(self, blocking, _cut(timeout))
+
+
+class _BoundedSemaphore(threading.BoundedSemaphore):
+    """``threading.BoundedSemaphore``, its ``acquire`` timeout cut."""
+
+    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
+        return threading.BoundedSemaphore.acquire(self, blocking, _cut(timeout))
 
 
 class _CutModule(types.ModuleType):
-    """A module (``threading``, ``queue``, ``time``) as an explored answer reads it: its
-    stand-ins (:data:`_STAND_INS`) for the objects that have one, itself for the rest."""
+    """A module (``threading``, ``queue``, ``time``) as an answer reads it while its timeouts
+    are cut: the stand-ins it was given for the objects that have one, itself for the rest."""
 
-    def __init__(self, module: types.ModuleType) -> None:
+    def __init__(self, module: types.ModuleType, stand_ins: dict[int, Any]) -> None:
         super().__init__(module.__name__)
         self.__dict__["_module"] = module
+        self.__dict__["_stand_ins"] = stand_ins
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self.__dict__["_module"], name)
-        return _STAND_INS.get(id(value), value)
+        return self.__dict__["_stand_ins"].get(id(value), value)
 
 
-_STAND_INS.update({id(module): _CutModule(module) for module in (threading, queue, time)})
+def _stand_ins(pairs: list[tuple[Any, Any]]) -> dict[int, Any]:
+    """The stand-ins of the objects an answer's code may read, by the real object's ``id``
+    (no hash or comparison of the answer's own values runs), the modules' included."""
+    stand_ins: dict[int, Any] = {id(real): stand_in for real, stand_in in pairs}
+    stand_ins.update({id(module): _CutModule(module, stand_ins)
+                      for module in (threading, queue, time)})
+    return stand_ins
+
+
+_WAITS = [(threading.Event, _Event), (threading.Condition, _Condition),
+          (threading.Thread, _Thread), *_QUEUES.items(), (time.sleep, _cut_sleep)]
+#: While explored: the waits an answer makes, and its sleeps.
+_STAND_INS = _stand_ins(_WAITS)
+#: On real threads held on purpose: those, and its locks' and semaphores' timed acquires.
+_WITH_LOCKS = _stand_ins([*_WAITS, (threading.Lock, _cut_lock), (_thread.allocate_lock, _cut_lock),
+                          (threading.RLock, _cut_rlock),
+                          (threading.Semaphore, _Semaphore),
+                          (threading.BoundedSemaphore, _BoundedSemaphore)])
 
 
 def _own_namespaces(answer_class: type) -> list[dict[str, Any]]:
@@ -137,14 +210,22 @@ def _own_namespaces(answer_class: type) -> list[dict[str, Any]]:
 
 
 @contextlib.contextmanager
-def cut_timeouts(answer_class: type) -> Iterator[None]:
+def cut_timeouts(answer_class: type, *, locks: bool = False) -> Iterator[None]:
     """While inside: the answer's own code reads the stand-ins for ``threading``, ``queue``
-    and ``time`` and for the names imported from them (put back on the way out)."""
+    and ``time`` and for the names imported from them (put back on the way out).
+
+    Args:
+        answer_class: The answer, whose functions' global namespaces are changed.
+        locks: Also cut the timed acquires of the locks and semaphores the answer makes
+            meanwhile (on real threads only: under ``explore`` they stay real locks, whose
+            timed acquires the scheduler makes give up).
+    """
+    stand_ins = _WITH_LOCKS if locks else _STAND_INS
     swapped: list[tuple[dict[str, Any], str, Any, Any]] = []
     try:
         for space in _own_namespaces(answer_class):
             for name, value in list(space.items()):
-                stand_in = _STAND_INS.get(id(value))
+                stand_in = stand_ins.get(id(value))
                 if stand_in is not None:
                     space[name] = stand_in
                     swapped.append((space, name, value, stand_in))

@@ -565,10 +565,65 @@ class IdKeyedCopiesPublisher:
 IdKeyedCopiesPublisher.decided_by_construction = True  # one thread, CPython's free list
 
 
+class TimedWaitForWriterPublisher(ReadersWriterPublisher):
+    """The demo's readers-writer lock, except that the writer waits at most 2 s for the
+    readers to leave "so that a slow reader never blocks an update", then writes anyway: on a
+    loaded machine a reader is still inside and gets a torn read (session 19's T: passed
+    every run before; explored, the library's wait_for waited again after its wait gave up)."""
+
+    def publish(self, weights: list[Any]) -> None:
+        with self.cond:
+            self.writers_waiting += 1
+            self.cond.wait_for(lambda: not self.writing and not self.readers, timeout=2.0)
+            self.writers_waiting -= 1
+            self.writing = True
+        try:
+            self.model.set_weights(weights)
+        finally:
+            with self.cond:
+                self.writing = False
+                self.cond.notify_all()
+
+
+class WaitForWriterPublisher(TimedWaitForWriterPublisher):
+    """Correct: the same writer with ``wait_for`` and no timeout; readers wait with a timeout
+    in a loop, which gives up and waits again."""
+
+    def publish(self, weights: list[Any]) -> None:
+        with self.cond:
+            self.writers_waiting += 1
+            self.cond.wait_for(lambda: not self.writing and not self.readers)
+            self.writers_waiting -= 1
+            self.writing = True
+        try:
+            self.model.set_weights(weights)
+        finally:
+            with self.cond:
+                self.writing = False
+                self.cond.notify_all()
+
+    def predict(self, x: Any) -> Any:
+        with self.cond:
+            while self.writing or self.writers_waiting:
+                self.cond.wait(timeout=0.5)
+            self.readers += 1
+        try:
+            return self.model.predict_on_batch(x)
+        finally:
+            with self.cond:
+                self.readers -= 1
+                if self.readers == 0:
+                    self.cond.notify_all()
+
+
+TimedWaitForWriterPublisher.decided_by_construction = True  # explore's bounded search
+
+
 WRONG_PUBLISHERS = [UnlockedPublisher, WriterLockOnlyPublisher, LockPerCallPublisher,
                     LockedReferencePublisher, HandshakePublisher, SharedBufferPublisher,
-                    IdKeyedCopiesPublisher, UnlockedLeaveReadersWriterPublisher]
-CORRECT_PUBLISHERS = [ReadersWriterPublisher, SemaphorePublisher]
+                    IdKeyedCopiesPublisher, UnlockedLeaveReadersWriterPublisher,
+                    TimedWaitForWriterPublisher]
+CORRECT_PUBLISHERS = [ReadersWriterPublisher, SemaphorePublisher, WaitForWriterPublisher]
 #: Answers that build a model per publish or per thread: several seconds per grading run, so
 #: the tests run them a few times only (see test_variables.py). Both wrong ones are found by
 #: ``explore``, deterministically.

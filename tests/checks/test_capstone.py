@@ -270,7 +270,8 @@ def test_an_update_kept_aside_until_the_service_is_idle_is_caught_whatever_the_l
 
 @pytest.mark.parametrize("answer", [answers.UnlockedSwapService, answers.ReusedBufferSwapService,
                                     *CORRECT, answers.FutureBatchService,
-                                    answers.SpareModelSwapService], ids=_id)
+                                    answers.SpareModelSwapService, answers.PollingBatchService,
+                                    answers.TimedUpdateRetryService], ids=_id)
 def test_an_update_while_a_call_is_held_halfway_tears_an_unlocked_swap_every_time(answer):
     """The weight-update check's mid-call step holds one request's model call after its first
     half of layers while a trainer calls ``update_weights``: a service that writes the
@@ -287,11 +288,27 @@ def test_an_update_while_a_call_is_held_halfway_tears_an_unlocked_swap_every_tim
         capstone.run_update_mid_call(answer)
 
 
+def test_an_update_whose_timed_wait_for_the_model_gives_up_while_a_call_is_held_is_lost():
+    """An ``update_weights`` that waits 2 s for the model's lock and skips the update when it
+    gives up (``TimedUpdateSkipService``) passed every run while the mid-call step held the
+    call 0.5 s: there the answer's timeouts are cut, its locks' included, so its wait gives up
+    while the call is held, every run, and the next request shows the update lost. The
+    answer's module reads the real ``threading`` again afterwards."""
+    import threading
+
+    for _ in range(10):
+        with pytest.raises(AssertionError, match="any timeout can run out"):
+            capstone.run_update_mid_call(answers.TimedUpdateSkipService)
+    assert answers.threading is threading
+    assert type(threading.Lock()) is type(answers.threading.Lock())
+
+
 @pytest.mark.parametrize("answer", [answers.PendingUpdateLostService,
                                     answers.PendingUpdateLostAssignService,
                                     answers.IdleUpdateService,
                                     answers.UnlockedSwapService, *CORRECT,
-                                    answers.FutureBatchService, answers.SpareModelSwapService],
+                                    answers.FutureBatchService, answers.SpareModelSwapService,
+                                    answers.TimedUpdateRetryService],
                          ids=_id)
 def test_an_update_that_comes_while_another_is_written_is_never_lost(answer):
     """The weight-update check's mid-set step holds the first write of an update's weights

@@ -21,6 +21,7 @@ and must not be lost.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import threading
@@ -37,6 +38,7 @@ from autograder.checks.capstone.models import CallGate, _answer, _row
 from autograder.checks.capstone.settings import FIRST_VERSION, MID_CALL_WAIT_S, SMOKE_S
 from autograder.checks.capstone.updates import _bounded_step
 from autograder.checks.kit import describe_error, describe_threads, within
+from autograder.checks.timeouts import cut_timeouts
 from autograder.harness.tamper import opaque
 
 
@@ -132,8 +134,24 @@ class _GatedPool:
 _POOL = memo("the capstone's gated versioned model")
 
 
+def _timeouts_cut(run: Callable[[Callable[..., Any]], dict[str, Any]]
+                  ) -> Callable[[Callable[..., Any]], dict[str, Any]]:
+    """``run(service_class)`` with the answer's timeouts cut, its locks' included."""
+    @functools.wraps(run)
+    def cut(service_class: Callable[..., Any]) -> dict[str, Any]:
+        with cut_timeouts(service_class, locks=True):
+            return run(service_class)
+
+    return cut
+
+
+@_timeouts_cut
 def run_update_mid_call(service_class: Callable[..., Any]) -> dict[str, Any]:
     """One request held halfway through its model call while a trainer updates the weights.
+
+    The answer's timeouts are cut meanwhile, its locks' timed acquires included
+    (:func:`~autograder.checks.timeouts.cut_timeouts` with ``locks``): a timed wait that gives
+    up while the call is held gives up here, whatever its timeout, as on a loaded machine.
 
     A new service on the gated versioned model at version :data:`FIRST_VERSION`; one client
     sends a request; once its model call is held at the gate (its first half computed), a
@@ -208,7 +226,9 @@ def run_update_mid_call(service_class: Callable[..., Any]) -> dict[str, Any]:
                 f"update_weights() of version {FIRST_VERSION + 1}, called while a model call "
                 f"was running, returned, and the next request got an answer of versions "
                 f"{got.tolist()}: expected version {FIRST_VERSION + 1} in every layer (once "
-                "update_weights returns, every later request must use the new weights)")
+                "update_weights returns, every later request must use the new weights; an "
+                "update that gives up on a timed wait while a model call holds the lock is "
+                "lost, and on a loaded machine any timeout can run out)")
         return {"held": _row(held), "returned_while_held": returned_while_held,
                 "after": _row(after)}
     finally:
@@ -226,8 +246,11 @@ def _wait_for(gate: CallGate, thread: threading.Thread) -> bool:
     return gate.entered.is_set()
 
 
+@_timeouts_cut
 def run_update_mid_set(service_class: Callable[..., Any]) -> dict[str, Any]:
     """A second update while the first is being written into the model: the last one wins.
+
+    The answer's timeouts are cut meanwhile, as in :func:`run_update_mid_call`.
 
     A new service on the gated versioned model at version :data:`FIRST_VERSION`; a trainer
     calls ``update_weights`` with version ``FIRST_VERSION + 1``. The model holds the first

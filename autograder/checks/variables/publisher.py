@@ -14,6 +14,7 @@ import numpy as np
 
 from autograder.checks.cache import memo
 from autograder.checks.plain import plain_array
+from autograder.checks.timeouts import CUT_GLUE, cut_timeouts
 from autograder.checks.variables.model import probe, read_versions, version_weights, versioned_model
 from autograder.checks.variables.settings import (
     EXPLORE_LAYERS,
@@ -225,8 +226,13 @@ _WAYPOINT = _Waypoint()
 
 
 def _waypoint(point: _Waypoint) -> None:
-    """Exactly one decision point under ``explore`` (one read another thread could see)."""
+    """Exactly one decision point under ``explore`` (one read another thread could see), then
+    the core given away (a sleep of 0): a layer's write is a TensorFlow op that releases the
+    GIL, so in the default order every other thread that can run goes first, as on a real
+    machine. A writer let in while a reader is inside (a timed wait for the readers that gave
+    up) then tears that reader's read without one more departure from that order."""
     point.seen  # noqa: B018
+    time.sleep(0)
 
 
 def _stepped_set_weights(model: Any, weights: Sequence[Any]) -> None:
@@ -274,7 +280,10 @@ def run_publisher_explore(publisher_class: Callable[[Any], Any], *, seed: int = 
     :data:`PUBLISHER_READERS_DEVIATIONS` switches.
 
     The workers and the layer-by-layer ``set_weights`` are glue (no decision points of their
-    own, one between two layers), so the search spends its bound on the answer's code. When
+    own, one between two layers), so the search spends its bound on the answer's code. The
+    answer's timeouts are cut meanwhile (:func:`~autograder.checks.timeouts.cut_timeouts`): a
+    ``Condition.wait_for`` with a timeout then ends when its wait gives up, as its deadline
+    does on a loaded machine, instead of waiting again until its real deadline. When
     ``observed`` is given, each schedule that passed appends what it saw (see
     :func:`_publisher_check`).
     """
@@ -313,8 +322,11 @@ def run_publisher_explore(publisher_class: Callable[[Any], Any], *, seed: int = 
         return reader
 
     workers = [reader_for(index) for index in range(readers)]
-    return explore(setup, [*workers, writer],
-                   _publisher_check(updates, observed, reads_last=alone), seed=seed,
-                   max_schedules=schedules, timeout_s=EXPLORE_TIMEOUT_S, strategy=EXPLORE_STRATEGY,
-                   deviations=PUBLISHER_DEVIATIONS if alone else PUBLISHER_READERS_DEVIATIONS,
-                   samples=PUBLISHER_SAMPLES, glue=(writer, *workers, _stepped_set_weights))
+    with cut_timeouts(publisher_class):
+        return explore(setup, [*workers, writer],
+                       _publisher_check(updates, observed, reads_last=alone), seed=seed,
+                       max_schedules=schedules, timeout_s=EXPLORE_TIMEOUT_S,
+                       strategy=EXPLORE_STRATEGY,
+                       deviations=PUBLISHER_DEVIATIONS if alone else PUBLISHER_READERS_DEVIATIONS,
+                       samples=PUBLISHER_SAMPLES,
+                       glue=(writer, *workers, _stepped_set_weights, *CUT_GLUE))

@@ -1,0 +1,78 @@
+"""The answer's timeouts cut: its waits while explored, its locks' too on held real threads."""
+
+import threading
+
+from autograder.checks.timeouts import cut_timeouts
+
+
+class _Answer:
+    """Makes its locks, conditions and semaphores through this module's ``threading``."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.rlock = threading.RLock()
+        self.condition = threading.Condition(threading.RLock())
+        self.semaphore = threading.Semaphore(0)
+
+
+def _held_elsewhere(lock) -> tuple[threading.Thread, threading.Event]:
+    taken, done = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with lock:
+            taken.set()
+            done.wait()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    taken.wait()
+    return holder, done
+
+
+def test_with_locks_a_timed_acquire_of_a_held_lock_gives_up_at_once_and_the_names_come_back():
+    real_lock = threading.Lock
+    with cut_timeouts(_Answer, locks=True):
+        answer = _Answer()
+    assert threading.Lock is real_lock
+    for lock in (answer.lock, answer.rlock):
+        holder, done = _held_elsewhere(lock)
+        try:
+            assert lock.acquire(timeout=600) is False  # cut to a millisecond: no wait
+            assert lock.acquire(False) is False
+        finally:
+            done.set()
+            holder.join()
+        with lock:
+            assert lock.acquire(timeout=600) is (lock is answer.rlock)
+        if lock is answer.rlock:
+            lock.release()
+    assert answer.semaphore.acquire(timeout=600) is False
+
+
+def test_with_locks_a_condition_on_a_cut_rlock_still_waits_and_is_notified():
+    with cut_timeouts(_Answer, locks=True):
+        answer = _Answer()
+    condition, woken = answer.condition, []
+
+    def waiter() -> None:
+        with condition:
+            woken.append(condition.wait_for(lambda: woken == ["go"] or None))
+
+    with condition:
+        assert condition.wait(timeout=600) is False
+        with condition:  # re-entrant
+            pass
+    thread = threading.Thread(target=waiter)
+    thread.start()
+    with condition:
+        woken.append("go")
+        condition.notify_all()
+    thread.join()
+    assert woken == ["go", True]
+
+
+def test_without_locks_the_answers_locks_are_real_ones():
+    with cut_timeouts(_Answer):
+        answer = _Answer()
+    assert type(answer.lock) is type(threading.Lock())
+    assert type(answer.rlock) is type(threading.RLock())
