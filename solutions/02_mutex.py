@@ -473,8 +473,10 @@ claim("with released the lock when the model raised", not lock.locked())
 # Each exercise has an answer cell, a line that runs your answer once, and a test cell. The
 # test cell's quick checks take a second; the grader then runs your answer under `explore`
 # for a couple of hundred schedules with a fixed seed and checks the property the exercise names in
-# every one. A failing check shows the schedule that broke it. You can call the same checks
-# yourself, for example `mutex.check_metrics(ServerMetrics)`.
+# every one. For `ServerMetrics` and `ModelSlot` it then runs two threads' first calls on a
+# new object, allowing two switches instead of one: a lock made on first use ("if there is no
+# lock yet, make one") can be made twice there. A failing check shows the schedule that broke
+# it. You can call the same checks yourself, for example `mutex.check_metrics(ServerMetrics)`.
 #
 # ### Exercise 1: metrics with consistent snapshots
 #

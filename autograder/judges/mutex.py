@@ -11,6 +11,7 @@ from autograder.judges import expect, field, items
 #: (the bound is never empty) unless it covered the whole space first.
 SCHEDULES = 3000
 SAMPLES = 100
+FIRST_USE_SCHEDULES = 3000
 #: ServerMetrics: the latencies recorded, the snapshots the dashboard takes per schedule, the
 #: one-thread snapshot after one ok and one failed request, and the final one after 2 + 2.
 OK_LATENCY_S = 1.0
@@ -32,8 +33,19 @@ ONE_THREAD_MOVES = [[True, 1, 3], [False, 1, 2]]
 OLD_VERSION, NEW_VERSION = 1, 2
 EXAMPLE = "example"
 ANSWERS = 3
+FIRST_USE_ANSWERS = 2
 
 _NUMBER = (int, float, bool)
+
+
+def _first_use(seen: dict) -> list[dict]:
+    """The first-use search's schedules (two threads, one call each, on a new object): every
+    schedule within its bound, at most :data:`FIRST_USE_SCHEDULES`, one entry each."""
+    first = field(seen, "first_use", dict)
+    schedules = field(first, "schedules", int)
+    expect(1 <= schedules <= FIRST_USE_SCHEDULES,
+           f"{schedules} first-use schedules ran, not 1 to {FIRST_USE_SCHEDULES}")
+    return items(first, "runs", dict, at_least=schedules, at_most=schedules)
 
 
 def _explored(seen: dict) -> list[dict]:
@@ -54,7 +66,8 @@ def check_metrics(seen: dict) -> None:
     """One thread's snapshot counts one ok and one failed request, and so does the next once
     the caller changed the one it got; in every schedule every
     snapshot is consistent (ok + errors = requests, the latencies add up) and unchanged later,
-    and the final snapshot counts all four requests."""
+    and the final snapshot counts all four requests; in every first-use schedule (one ok and
+    one failed request, no snapshot) the final snapshot counts both."""
     one_thread = _numbers(seen, "one_thread", 4)
     expect(one_thread == ONE_THREAD_SNAPSHOT,
            f"on one thread the snapshot was {one_thread}, not {ONE_THREAD_SNAPSHOT}")
@@ -77,6 +90,12 @@ def check_metrics(seen: dict) -> None:
         expect(final == FINAL_SNAPSHOT,
                f"schedule {number}: the final snapshot said {final}, not {FINAL_SNAPSHOT}: an "
                "update was lost")
+    for number, run in enumerate(_first_use(seen), 1):
+        items(run, "snapshots", list, at_least=0, at_most=0)
+        final = _numbers(run, "final", 4)
+        expect(final == ONE_THREAD_SNAPSHOT,
+               f"first-use schedule {number}: the final snapshot said {final}, not "
+               f"{ONE_THREAD_SNAPSHOT}: an update was lost")
 
 
 def check_cache(seen: dict) -> None:
@@ -138,24 +157,31 @@ def check_move_slots(seen: dict) -> None:
         expect(a == want_a, f"schedule {number}: a ended with {a}, not {want_a}")
 
 
+def _slot_run(run: dict, schedule: str, answers: int) -> None:
+    """One model-slot schedule: the bad batch (if any) raised, ``answers`` answers each of the
+    version of the model that computed it, the new model warmed first and inside swap(), and
+    the request after swap() of the new version."""
+    expect(field(run, "bad_raised", bool) is True,
+           f"{schedule}: predict() on a bad batch did not raise")
+    for answer in items(run, "answers", list, at_least=answers, at_most=answers):
+        version, computed_by = _numbers({"answer": answer}, "answer", 2)
+        expect(version == computed_by,
+               f"{schedule}: an answer of version {version} was computed by version "
+               f"{computed_by}")
+    calls = items(run, "new_calls", (str, type(None)), at_least=1, at_most=1000)
+    expect(calls[0] == EXAMPLE, f"{schedule}: the new model first served {calls[0]}")
+    at_swap = items(run, "calls_at_swap", (str, type(None)), at_least=1, at_most=1000)
+    expect(at_swap[0] == EXAMPLE, f"{schedule}: swap() returned before warming the new model")
+    after = field(run, "after_swap", _NUMBER)
+    expect(after == NEW_VERSION, f"{schedule}: the request after swap() got version {after}")
+
+
 def check_model_slot(seen: dict) -> None:
-    """In every schedule the bad batch raised, every answer's version is the version of the
-    model that computed it, the new model was warmed first and inside swap(), and the request
-    after swap() got the new version."""
+    """In every schedule, and every first-use schedule (the swapper and one request, two
+    answers), the bad batch raised, every answer's version is the version of the model that
+    computed it, the new model was warmed first and inside swap(), and the request after
+    swap() got the new version."""
     for number, run in enumerate(_explored(seen), 1):
-        expect(field(run, "bad_raised", bool) is True,
-               f"schedule {number}: predict() on a bad batch did not raise")
-        answers = items(run, "answers", list, at_least=ANSWERS, at_most=ANSWERS)
-        for answer in answers:
-            version, computed_by = _numbers({"answer": answer}, "answer", 2)
-            expect(version == computed_by,
-                   f"schedule {number}: an answer of version {version} was computed by "
-                   f"version {computed_by}")
-        calls = items(run, "new_calls", (str, type(None)), at_least=1, at_most=1000)
-        expect(calls[0] == EXAMPLE, f"schedule {number}: the new model first served {calls[0]}")
-        at_swap = items(run, "calls_at_swap", (str, type(None)), at_least=1, at_most=1000)
-        expect(at_swap[0] == EXAMPLE,
-               f"schedule {number}: swap() returned before warming the new model")
-        after = field(run, "after_swap", _NUMBER)
-        expect(after == NEW_VERSION,
-               f"schedule {number}: the request after swap() got version {after}")
+        _slot_run(run, f"schedule {number}", ANSWERS)
+    for number, run in enumerate(_first_use(seen), 1):
+        _slot_run(run, f"first-use schedule {number}", FIRST_USE_ANSWERS)

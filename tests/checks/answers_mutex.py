@@ -208,8 +208,35 @@ class ReusedSnapshotMetrics(ImmutableSwapMetrics):
 
 ReusedSnapshotMetrics.decided_by_construction = True  # on one thread, before any schedule
 
+class LazyLockMetrics(NoLockMetrics):
+    """Makes its lock on first use, "so that an unused object costs nothing": two threads'
+    first calls can each see None and each make a lock of its own, then update the counters
+    at once (session 19's D: passed every run before; the race needs two departures, the
+    graded search allows one). Found in the first-use run."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock: threading.Lock | None = None
+
+    def _locked(self) -> threading.Lock:
+        if self._lock is None:
+            self._lock = threading.Lock()
+        return self._lock
+
+    def record(self, latency_s: float, ok: bool) -> None:
+        with self._locked():
+            super().record(latency_s, ok)
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._locked():
+            return super().snapshot()
+
+
+LazyLockMetrics.decided_by_construction = True  # the first-use search, every run
+
 WRONG_METRICS = [
     NoLockMetrics,
+    LazyLockMetrics,
     LockPerCallMetrics,
     WriterOnlyLockMetrics,
     ReaderOnlyLockMetrics,
@@ -835,8 +862,36 @@ class PublishOutsideTheLockSlot:
         self._model, self._version = model, version
 
 
+class LazyLockSlot(PublishOutsideTheLockSlot):
+    """The lesson's lock layout with the lock made on first use: a request's first call and
+    the swap can each make a lock of their own, and the request reads the model and the
+    version between the swap's two stores (session 19's ML). Found in the first-use run."""
+
+    def __init__(self, model: Any, version: int) -> None:
+        self._model, self._version = model, version
+        self._lock = None
+
+    def _locked(self) -> threading.Lock:
+        if self._lock is None:
+            self._lock = threading.Lock()
+        return self._lock
+
+    def predict(self, batch: Any) -> tuple[int, Any]:
+        with self._locked():
+            model, version = self._model, self._version
+        return version, model.predict_on_batch(batch)
+
+    def swap(self, model: Any, version: int, example_batch: Any) -> None:
+        model.predict_on_batch(example_batch)
+        with self._locked():
+            self._model, self._version = model, version
+
+
+LazyLockSlot.decided_by_construction = True  # the first-use search, every run
+
 WRONG_SLOTS = [
     NoLockSlot,
+    LazyLockSlot,
     PublishOutsideTheLockSlot,
     ManualReleaseSlot,
     NestedPlainLockSlot,

@@ -122,3 +122,14 @@ def test_answer_that_waits_for_itself_on_one_thread_fails_within_seconds() -> No
     with pytest.raises(AssertionError) as failure:
         mutex.check_metrics(_SnapshotWaitsForItself)
     assert str(failure.value).startswith("ServerMetrics: used on one thread it did not return")
+
+
+@pytest.mark.parametrize(("run", "answer"), [("run_metrics", answers.LazyLockMetrics),
+                                             ("run_model_slot", answers.LazyLockSlot)],
+                         ids=lambda v: getattr(v, "__name__", v))
+def test_a_lock_made_on_first_use_passes_the_graded_search_and_fails_the_first_use_one(
+        run, answer):
+    assert getattr(mutex, run)(answer).verdict == "pass"  # it needs two departures
+    result = getattr(mutex, run)(answer, first_use=True)
+    assert result.verdict == "race", result.message
+    assert result.schedules_run <= mutex.FIRST_USE_SCHEDULES

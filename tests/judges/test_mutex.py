@@ -48,6 +48,25 @@ def test_a_search_cut_short_is_refused(observed, check):
         getattr(judge, check)({**seen, "runs": seen["runs"][:-1]})
 
 
+def test_an_update_lost_or_a_mixed_answer_on_first_use_is_refused(observed):
+    seen = copy.deepcopy(observed["check_metrics"])
+    seen["first_use"]["runs"][3]["final"] = [1, 1, 0, mutex.OK_LATENCY_S]
+    with pytest.raises(Rejected, match="first-use schedule 4: the final snapshot"):
+        judge.check_metrics(seen)
+    seen = copy.deepcopy(observed["check_model_slot"])
+    seen["first_use"]["runs"][5]["answers"][0] = [mutex.OLD_VERSION, mutex.NEW_VERSION]
+    with pytest.raises(Rejected, match="first-use schedule 6: an answer of version 1"):
+        judge.check_model_slot(seen)
+    for check in ("check_metrics", "check_model_slot"):
+        seen = copy.deepcopy(observed[check])
+        seen["first_use"]["runs"].pop()
+        with pytest.raises(Malformed, match="'runs' holds"):
+            getattr(judge, check)(seen)
+        del seen["first_use"]
+        with pytest.raises(Malformed, match="first_use"):
+            getattr(judge, check)(seen)
+
+
 @pytest.mark.parametrize("check", CHECKS)
 def test_a_report_without_its_schedules_is_refused(observed, check):
     seen = {key: value for key, value in observed[check].items() if key != "runs"}
@@ -147,6 +166,7 @@ def test_an_answer_of_a_mixed_version_in_one_schedule_is_refused(observed):
 
 def test_the_judges_constants_are_the_checks_settings():
     assert (judge.SCHEDULES, judge.SAMPLES) == (mutex.SCHEDULES, mutex.SAMPLES)
+    assert judge.FIRST_USE_SCHEDULES == mutex.FIRST_USE_SCHEDULES
     assert (judge.OK_LATENCY_S, judge.ERROR_LATENCY_S) == (mutex.OK_LATENCY_S,
                                                            mutex.ERROR_LATENCY_S)
     assert (judge.SLOW_KEY, judge.FAST_PREFIX) == (mutex.SLOW_KEY, mutex.FAST_PREFIX)

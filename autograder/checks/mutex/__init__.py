@@ -76,11 +76,20 @@ from autograder.checks.mutex.prediction_cache import (
     run_cache_failing,
 )
 from autograder.checks.mutex.replicas import MOVE, SLOTS_EACH, Replica, SlotsRun, run_move_slots
-from autograder.checks.mutex.settings import FEATURES, SAMPLES, SCHEDULES, SEED, TIMEOUT_S
+from autograder.checks.mutex.settings import (
+    FEATURES,
+    FIRST_USE_DEVIATIONS,
+    FIRST_USE_SCHEDULES,
+    SAMPLES,
+    SCHEDULES,
+    SEED,
+    TIMEOUT_S,
+)
 
 __all__ = [
     # settings
-    "FEATURES", "SAMPLES", "SCHEDULES", "SEED", "TIMEOUT_S",
+    "FEATURES", "FIRST_USE_DEVIATIONS", "FIRST_USE_SCHEDULES", "SAMPLES", "SCHEDULES", "SEED",
+    "TIMEOUT_S",
     # the notebook's served model, live trials and throughput chart
     "SnapshotTrials", "Throughput", "concurrent_mismatches", "extra_builds", "paired_ratio",
     "plot_throughput", "request_batch", "run_threads", "serving_model", "serving_throughput",

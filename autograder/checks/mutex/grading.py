@@ -27,6 +27,12 @@ from autograder.checks.mutex.settings import observed_number
 from autograder.checks.plain import plain
 from autograder.harness import Result
 
+#: The hint of a race found on first use (two threads, one call each, on a new object).
+_FIRST_USE = ("on a new object, two threads' first calls ran at once: make the lock in "
+              "__init__, before any thread can call; a lock made on first use (if the lock is "
+              "None, make it) can be made twice, by two threads that each saw None, and each "
+              "then holds a lock of its own.")
+
 
 def _explored(result: Result, runs: list) -> dict:
     """What every check reports of its exploration: one entry per schedule, and the count."""
@@ -71,8 +77,12 @@ def check_metrics(metrics_class: Callable[[], Any], **kwargs: Any) -> None:
     result = run_metrics(metrics_class, observed=runs, **kwargs)
     require(result, exercise="ServerMetrics", hints={"deadlock": deadlock},
             again=call_text("mutex.run_metrics", "ServerMetrics", **kwargs))
+    first_runs: list = []
+    first = run_metrics(metrics_class, observed=first_runs, first_use=True, **kwargs)
+    require(first, exercise="ServerMetrics", hints={"deadlock": deadlock, "race": _FIRST_USE},
+            again=call_text("mutex.run_metrics", "ServerMetrics", first_use=True, **kwargs))
     report({"one_thread": _numbers(snap), "after_a_change": _numbers(after),
-            **_explored(result, runs)})
+            **_explored(result, runs), "first_use": _explored(first, first_runs)})
 
 
 #: Keys the one-thread run gets twice each: a cache that evicts (an LRU of 128 or 256
@@ -175,4 +185,8 @@ def check_model_slot(slot_class: Callable[[Any, int], Any], **kwargs: Any) -> No
     result = run_model_slot(slot_class, observed=runs, **kwargs)
     require(result, exercise="ModelSlot", hints={"deadlock": deadlock},
             again=call_text("mutex.run_model_slot", "ModelSlot", **kwargs))
-    report(_explored(result, runs))
+    first_runs: list = []
+    first = run_model_slot(slot_class, observed=first_runs, first_use=True, **kwargs)
+    require(first, exercise="ModelSlot", hints={"deadlock": deadlock, "race": _FIRST_USE},
+            again=call_text("mutex.run_model_slot", "ModelSlot", first_use=True, **kwargs))
+    report({**_explored(result, runs), "first_use": _explored(first, first_runs)})

@@ -39,19 +39,25 @@ def _describe(snap: Mapping[str, Any]) -> str:
 
 
 def run_metrics(metrics_class: Callable[[], Any], *, seed: int = SEED,
-                schedules: int = SCHEDULES, observed: list | None = None) -> Result:
+                schedules: int = SCHEDULES, observed: list | None = None,
+                first_use: bool = False) -> Result:
     """Record requests from two threads while a third takes snapshots, under ``explore``.
 
     Thread 0 records two successful requests (latency 1.0 s each), thread 1 two failed ones
-    (4.0 s each), thread 2 takes two snapshots. The check: every snapshot has
+    (4.0 s each), thread 2 takes two snapshots. With ``first_use``, thread 0 records one
+    successful request and thread 1 one failed one on the new object, and nobody takes a
+    snapshot, searched within two departures (a lock made on first use, by both threads at
+    once; see :data:`~.settings.FIRST_USE_DEVIATIONS`). The check: every snapshot has
     ``ok + errors == requests`` and ``latency_total == 1.0 * ok + 4.0 * errors``, no snapshot
     changed after it was returned, and the final snapshot counts all four requests. When
     ``observed`` is given, each schedule that passed appends (for the judge) its snapshots as
     they were returned and as they read afterwards, and the final snapshot, each as its four
     counters ``[requests, ok, errors, latency_total]``.
     """
+    calls = 1 if first_use else 2
+
     def setup() -> MetricsRun:
-        return MetricsRun(metrics_class(), 2, 2)
+        return MetricsRun(metrics_class(), calls, calls)
 
     def successful_requests(run: MetricsRun) -> None:
         for _ in range(run.ok_calls):
@@ -101,5 +107,5 @@ def run_metrics(metrics_class: Callable[[], Any], *, seed: int = SEED,
         if observed is not None:
             observed.append({"snapshots": returned, "later": later, "final": _numbers(final)})
 
-    workers = [successful_requests, failed_requests, dashboard]
-    return _explore(setup, workers, check, seed, schedules)
+    workers = [successful_requests, failed_requests, *(() if first_use else (dashboard,))]
+    return _explore(setup, workers, check, seed, schedules, first_use=first_use)

@@ -47,12 +47,16 @@ class SlotRun:
 
 
 def run_model_slot(slot_class: Callable[[Any, int], Any], *, seed: int = SEED,
-                   schedules: int = SCHEDULES, observed: list | None = None) -> Result:
+                   schedules: int = SCHEDULES, observed: list | None = None,
+                   first_use: bool = False) -> Result:
     """Serve from two threads, one sending a bad batch, while a third swaps, under ``explore``.
 
     The slot starts with model version 1. Thread 0 calls ``swap(new_model, 2,
     example_batch)`` and then sends a good batch; thread 1 sends a batch with the wrong number
-    of features (``predict`` must raise) and then a good one; thread 2 sends a good batch. The
+    of features (``predict`` must raise) and then a good one; thread 2 sends a good batch.
+    With ``first_use``, only threads 0 and 2 run on the new slot, searched within two
+    departures (a lock made on first use, by both threads at once; see
+    :data:`~.settings.FIRST_USE_DEVIATIONS`). The
     check: no deadlock (a lock left held by the failed call, or taken twice by one thread,
     shows as one), the bad batch raised, every answer ``(version, output)`` names the version
     that computed ``output``, the new model's first call was the example batch and came before
@@ -134,8 +138,9 @@ def run_model_slot(slot_class: Callable[[Any, int], Any], *, seed: int = SEED,
 
     # The swapper first: one preemption between swap()'s stores of the model and the version
     # then lets a request read them mixed.
-    workers = [swap_then_request, bad_then_good_request, one_request]
-    return _explore(setup, workers, check, seed, schedules)
+    workers = ([swap_then_request, one_request] if first_use
+               else [swap_then_request, bad_then_good_request, one_request])
+    return _explore(setup, workers, check, seed, schedules, first_use=first_use)
 
 
 def _name(batch_name: Any) -> str | None:

@@ -28,6 +28,14 @@ TIMEOUT_S = 60.0
 #: ends, and fails after this long.
 FAILING_TIMEOUT_S = 20.0
 FEATURES = 8
+#: The first-use runs of ServerMetrics and ModelSlot: two threads, one call each, on a new
+#: object; every schedule with at most this many departures from round-robin order, then no
+#: samples. A lock made on first use (``if self._lock is None: self._lock = Lock()``) needs
+#: two: one between the test and the store, where the other thread makes a lock of its own,
+#: and one inside the critical section that each thread now enters with its own lock.
+FIRST_USE_DEVIATIONS = 2
+#: At most this many first-use schedules (the correct answers' spaces are 20-200).
+FIRST_USE_SCHEDULES = 3000
 
 
 def observed_number(value: Any) -> int | float | bool | None:
@@ -43,6 +51,13 @@ def observed_number(value: Any) -> int | float | bool | None:
 
 def _explore(setup: Callable[[], Any], workers: Sequence[Callable[[Any], Any]],
              check: Callable[[Any], Any], seed: int, schedules: int,
-             timeout_s: float = TIMEOUT_S) -> Result:
+             timeout_s: float = TIMEOUT_S, *, first_use: bool = False) -> Result:
+    """The graded search: every schedule within one departure, then :data:`SAMPLES` samples;
+    with ``first_use``, every schedule within :data:`FIRST_USE_DEVIATIONS` and no sample (at
+    most :data:`FIRST_USE_SCHEDULES`)."""
+    if first_use:
+        return explore(setup, workers, check, seed=seed,
+                       max_schedules=min(schedules, FIRST_USE_SCHEDULES), timeout_s=timeout_s,
+                       samples=0, deviations=FIRST_USE_DEVIATIONS)
     return explore(setup, workers, check, seed=seed, max_schedules=schedules,
                    timeout_s=timeout_s, samples=SAMPLES)
