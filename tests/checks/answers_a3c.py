@@ -325,60 +325,12 @@ class TimedJoinLearner:
         self.thread.join(timeout=1.0)
 
 
-class BoundedInboxLearner:
-    """Correct: a bounded inbox "so that memory stays flat"; a push blocks until there is room."""
-
-    def __init__(self, model: Any, optimizer: Any) -> None:
-        self.model, self.optimizer = model, optimizer
-        self.queue: queue.Queue = queue.Queue(maxsize=8)
-        self.thread = threading.Thread(target=self._learn, name="learner")
-        self.thread.start()
-
-    def _learn(self) -> None:
-        while (grads := self.queue.get()) is not None:
-            self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables,
-                                               strict=True))
-
-    def push(self, grads: Any) -> None:
-        self.queue.put(grads)
-
-    def close(self) -> None:
-        self.queue.put(None)
-        self.thread.join()
-
-
-class DropWhenFullLearner(BoundedInboxLearner):
-    """A bounded inbox, and ``put(timeout=1.0)`` "so that an actor never stalls": on a loaded
-    machine the learner falls behind, the put gives up and the gradient is dropped (session 19's
-    a3; it passed every run before the backlog: two explored pushes never fill 8 places, and
-    real pushes never wait a second)."""
-
-    def push(self, grads: Any) -> None:
-        try:
-            self.queue.put(grads, timeout=1.0)
-        except queue.Full:
-            pass
-
-
-class RetryWhenFullLearner(BoundedInboxLearner):
-    """Correct: a bounded inbox whose put gives up after half a second and tries again."""
-
-    def push(self, grads: Any) -> None:
-        while True:
-            try:
-                self.queue.put(grads, timeout=0.5)
-                return
-            except queue.Full:
-                continue
-
-
 UnjoinedPollingLearner.decided_by_construction = True  # explore, at close(), every run
 TimedJoinLearner.decided_by_construction = True  # the same
-DropWhenFullLearner.decided_by_construction = True  # the backlog's one schedule
 
 WRONG_LEARNERS = [HogwildLearner, AssignSubLearner, LockedAssignSubLearner, LockPerCallLearner,
                   EarlyStopQueueLearner, SummedLearner, LazyLockLearner, LazyThreadLearner,
-                  UnjoinedPollingLearner, TimedJoinLearner, DropWhenFullLearner]
+                  UnjoinedPollingLearner, TimedJoinLearner]
 
 
 class QueueLearner:
@@ -453,8 +405,47 @@ class PollingLearner:
         self.thread.join()
 
 
-CORRECT_LEARNERS = [QueueLearner, RLockLearner, PollingLearner, BoundedInboxLearner,
-                    RetryWhenFullLearner]
+CORRECT_LEARNERS = [QueueLearner, RLockLearner, PollingLearner]
+
+
+class BoundedInboxLearner(QueueLearner):
+    """Correct: a bounded inbox "so that memory stays flat"; a push blocks until there is room."""
+
+    def __init__(self, model: Any, optimizer: Any) -> None:
+        self.model, self.optimizer = model, optimizer
+        self.queue = queue.Queue(maxsize=8)
+        self.thread = threading.Thread(target=self._learn, name="learner")
+        self.thread.start()
+
+
+class DropWhenFullLearner(BoundedInboxLearner):
+    """A bounded inbox, and ``put(timeout=1.0)`` "so that an actor never stalls": on a loaded
+    machine the learner falls behind, the put gives up and the gradient is dropped (session 19's
+    a3; it passed every run before the backlog: two explored pushes never fill 8 places, and
+    real pushes never wait a second)."""
+
+    def push(self, grads: Any) -> None:
+        try:
+            self.queue.put(grads, timeout=1.0)
+        except queue.Full:
+            pass
+
+
+class RetryWhenFullLearner(BoundedInboxLearner):
+    """Correct: a bounded inbox whose put gives up after half a second and tries again."""
+
+    def push(self, grads: Any) -> None:
+        while True:
+            try:
+                self.queue.put(grads, timeout=0.5)
+                return
+            except queue.Full:
+                continue
+
+
+DropWhenFullLearner.decided_by_construction = True  # the backlog's one schedule
+WRONG_LEARNERS.append(DropWhenFullLearner)
+CORRECT_LEARNERS += [BoundedInboxLearner, RetryWhenFullLearner]
 
 # --------------------------------------------------------------------------- StepBudget
 
