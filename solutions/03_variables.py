@@ -555,7 +555,9 @@ print("torn share, model(x) / predict_on_batch:",
 # If you use a `tf.function`, remember that its Python runs only while it is traced: a
 # `threading.Lock` taken inside it guards nothing in the graph that every later call runs.
 # The grader's `explore` runs a function's ops one at a time with such a lock left out, as the
-# graph runs them.
+# graph runs them. It then runs two threads' first `step()` calls on a new counter, allowing two
+# switches instead of one: a lock made on first use ("if there is no lock yet, make one") can
+# be made twice there.
 
 # %% nbgrader={"grade": false, "grade_id": "ex_variables_step_counter", "locked": false, "schema_version": 3, "solution": true, "task": false}
 class StepCounter:

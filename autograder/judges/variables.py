@@ -17,6 +17,8 @@ COUNTER_STRESS_STEPS = 201
 COUNTER_EXPLORE_THREADS = 2
 COUNTER_EXPLORE_STEPS = 2
 COUNTER_SCHEDULES = 80
+#: Then two threads' first steps on a new counter: at most this many schedules.
+COUNTER_FIRST_USE_SCHEDULES = 3000
 #: WeightPublisher: stress trials, their readers and the versions a writer publishes;
 #: explore's one reader and one publish, its seeded samples
 #: after the bounded search, and its cap.
@@ -86,8 +88,9 @@ def _steps(run: dict, what: str, threads: int, steps: int) -> None:
 
 
 def check_step_counter(seen: dict) -> None:
-    """Two steps on one thread are 1 and 2; every stress trial and every explored schedule
-    counted every step and handed out each number once, in order on each thread."""
+    """Two steps on one thread are 1 and 2; every stress trial, explored schedule and
+    first-use schedule counted every step and handed out each number once, in order on each
+    thread."""
     one_thread = items(seen, "one_thread", int, at_least=2, at_most=2)
     expect(one_thread == [1, 2], f"on one thread step() returned {one_thread}, not 1, 2")
     for number, trial in enumerate(_trials(seen, COUNTER_TRIALS), 1):
@@ -96,6 +99,13 @@ def check_step_counter(seen: dict) -> None:
     runs = items(seen, "runs", dict, at_least=schedules, at_most=schedules)
     for number, run in enumerate(runs, 1):
         _steps(run, f"schedule {number}", COUNTER_EXPLORE_THREADS, COUNTER_EXPLORE_STEPS)
+    first = field(seen, "first_use", dict)
+    schedules = field(first, "schedules", int)
+    expect(1 <= schedules <= COUNTER_FIRST_USE_SCHEDULES,
+           f"{schedules} first-use schedules ran, not 1 to {COUNTER_FIRST_USE_SCHEDULES}")
+    for number, run in enumerate(items(first, "runs", dict, at_least=schedules,
+                                       at_most=schedules), 1):
+        _steps(run, f"first-use schedule {number}", COUNTER_EXPLORE_THREADS, 1)
 
 
 def _served(trial: dict, what: str, readers: int, updates: tuple[int, int], timed: bool,

@@ -95,6 +95,26 @@ class LockedAddReadOutsideCounter:
         return int(self.steps.numpy())
 
 
+class LazyLockCounter:
+    """A lock made on first use around ``assign_add`` and the read-back: two threads' first
+    steps can each make a lock of their own and hand out the same number (session 19's U:
+    passed every run before; found in the first-use run)."""
+
+    def __init__(self) -> None:
+        self.steps = tf.Variable(0, dtype=tf.int64)
+        self._lock: threading.Lock | None = None
+
+    def step(self) -> int:
+        if self._lock is None:
+            self._lock = threading.Lock()
+        with self._lock:
+            self.steps.assign_add(1)
+            return int(self.steps.numpy())
+
+
+LazyLockCounter.decided_by_construction = True  # the first-use search, every run
+
+
 class TicketCounter:
     """Correct: the number comes from ``itertools.count`` (atomic in CPython), the variable
     from ``assign_add``; each is atomic on its own and they need not agree mid-flight."""
@@ -252,7 +272,7 @@ class BlocksOfTwoCounter:
 WRONG_COUNTERS = [AssignReadBackCounter, UseLockingCounter, AssignAddValueCounter,
                   AssignAddThenReadCounter, LockPerCallCounter, LockedAddReadOutsideCounter,
                   FunctionAddThenReadCounter, LockInsideFunctionCounter, FunctionAddValueCounter,
-                  CriticalSectionAddReadOutsideCounter, BlocksOfTwoCounter]
+                  CriticalSectionAddReadOutsideCounter, BlocksOfTwoCounter, LazyLockCounter]
 CORRECT_COUNTERS = [TicketCounter, PythonMirrorCounter, LockAroundFunctionCounter]
 #: Run once each: a critical section blocks inside TensorFlow, where the controlled scheduler
 #: waits 0.5 s before it lets another thread run (about 17 s per grading run).

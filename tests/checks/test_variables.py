@@ -177,3 +177,10 @@ def test_versioned_model_reports_every_layers_version_after_each_way_of_training
     model.set_weights(mixed)
     assert variables.read_versions(model(batch)).tolist() == [9] + [7] * (variables.LAYERS - 1)
     assert variables.is_torn(model(batch))
+
+
+def test_a_lock_made_on_first_use_passes_the_graded_search_and_fails_the_first_use_one():
+    assert variables.run_step_counter_explore(answers.LazyLockCounter).verdict == "pass"
+    result = variables.run_step_counter_explore(answers.LazyLockCounter, first_use=True)
+    assert result.verdict == "race", result.message
+    assert result.schedules_run <= variables.COUNTER_FIRST_USE_SCHEDULES

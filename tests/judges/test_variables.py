@@ -65,6 +65,18 @@ def test_a_lost_step_or_a_number_handed_out_twice_is_refused(observed):
         judge.check_step_counter({**seen, "schedules": 20, "runs": seen["runs"][:20]})
 
 
+def test_a_number_handed_out_twice_on_first_use_or_a_cut_first_use_search_is_refused(observed):
+    seen = observed["counter"]
+    numbers = copy.deepcopy(seen["first_use"]["runs"][7]["numbers"])
+    numbers[1][0] = numbers[0][0]
+    with pytest.raises(Rejected, match="first-use schedule 8"):
+        judge.check_step_counter(_forged(seen, ("first_use", "runs", 7, "numbers"), numbers))
+    with pytest.raises(Malformed, match="'runs' holds"):
+        judge.check_step_counter(_forged(seen, ("first_use", "schedules"), 5))
+    with pytest.raises(Malformed, match="first_use"):
+        judge.check_step_counter(_forged(seen, ("first_use",), None))
+
+
 def test_a_torn_or_stale_read_is_refused(observed):
     seen = observed["publisher"]
     reader, start, low, _ = seen["trials"][2]["reads"][0]
@@ -158,7 +170,8 @@ def test_the_judges_constants_are_the_checks_settings():
     names = [
         "LAYERS", "FIRST_VERSION", "COUNTER_TRIALS", "COUNTER_STRESS_THREADS",
         "COUNTER_STRESS_STEPS", "COUNTER_EXPLORE_THREADS", "COUNTER_EXPLORE_STEPS",
-        "COUNTER_SCHEDULES", "PUBLISHER_TRIALS", "PUBLISHER_READERS", "PUBLISHER_UPDATES",
+        "COUNTER_SCHEDULES", "COUNTER_FIRST_USE_SCHEDULES", "PUBLISHER_TRIALS",
+        "PUBLISHER_READERS", "PUBLISHER_UPDATES",
         "PUBLISHER_EXPLORE_UPDATES", "PUBLISHER_SAMPLES",
         "PUBLISHER_SCHEDULES", "PUBLISHER_EXPLORE_READERS", "ONE_THREAD_IN_A_ROW",
         "CHOICE_READERS", "CHOICE_UPDATES", "CHOICE_MIN_UPDATES_PER_S"]

@@ -13,6 +13,8 @@ from autograder.checks.plain import NotPlainData, plain, plain_array
 from autograder.checks.variables.settings import (
     COUNTER_EXPLORE_STEPS,
     COUNTER_EXPLORE_THREADS,
+    COUNTER_FIRST_USE_DEVIATIONS,
+    COUNTER_FIRST_USE_SCHEDULES,
     COUNTER_SCHEDULES,
     COUNTER_STRESS_STEPS,
     COUNTER_STRESS_THREADS,
@@ -114,9 +116,15 @@ def _counter_workers(steps: int, threads: int) -> list[Callable[[CounterTrial], 
 
 
 def run_step_counter_explore(counter_class: Callable[[], Any], *, seed: int = SEED,
-                             schedules: int = COUNTER_SCHEDULES, observed: list | None = None
-                             ) -> Result:
+                             schedules: int | None = None, observed: list | None = None,
+                             first_use: bool = False) -> Result:
     """Two threads call ``step()`` twice each under ``explore``, ``tf.function``s run eagerly.
+
+    With ``first_use``: two threads call ``step()`` once each on a new counter, every schedule
+    within :data:`COUNTER_FIRST_USE_DEVIATIONS` departures (no samples), TF calls and
+    ``tf.function`` calls whole: a lock made on first use by both threads at once.
+    ``schedules`` defaults to :data:`COUNTER_SCHEDULES`, or :data:`COUNTER_FIRST_USE_SCHEDULES`
+    with ``first_use``.
 
     TF ops run atomically; the scheduler switches between them, wherever the answer's Python
     lets another thread in (between a read and a write, between an update and a read-back).
@@ -138,7 +146,10 @@ def run_step_counter_explore(counter_class: Callable[[], Any], *, seed: int = SE
     """
     import tensorflow as tf
 
-    threads, steps = COUNTER_EXPLORE_THREADS, COUNTER_EXPLORE_STEPS
+    threads, steps = COUNTER_EXPLORE_THREADS, 1 if first_use else COUNTER_EXPLORE_STEPS
+    bound = ({"max_schedules": schedules or COUNTER_FIRST_USE_SCHEDULES, "samples": 0,
+              "deviations": COUNTER_FIRST_USE_DEVIATIONS} if first_use
+             else {"max_schedules": schedules or COUNTER_SCHEDULES})
 
     def setup() -> CounterTrial:
         return CounterTrial(counter_class(), [[] for _ in range(threads)])
@@ -148,8 +159,8 @@ def run_step_counter_explore(counter_class: Callable[[], Any], *, seed: int = SE
     try:
         return explore(setup, _counter_workers(steps, threads),
                        _counter_check(threads * steps, observed),
-                       seed=seed, max_schedules=schedules, timeout_s=EXPLORE_TIMEOUT_S,
-                       callbacks=True)
+                       seed=seed, timeout_s=EXPLORE_TIMEOUT_S, callbacks=not first_use,
+                       **bound)
     finally:
         tf.config.run_functions_eagerly(eager)
 

@@ -48,6 +48,12 @@ _COUNTER_HINTS = {
 }
 
 
+_FIRST_USE = ("on a new counter, two threads' first step() calls ran at once: make the lock "
+              "in __init__, before any thread can call; a lock made on first use (if the lock "
+              "is None, make it) can be made twice, by two threads that each saw None, and "
+              "each then holds a lock of its own.")
+
+
 def check_step_counter(counter_class: Callable[[], Any], **kwargs: Any) -> None:
     """Grade a step counter class: ``stress`` (real threads) first, then ``explore``.
 
@@ -55,7 +61,8 @@ def check_step_counter(counter_class: Callable[[], Any], **kwargs: Any) -> None:
     ops, such as ``assign(v + 1)``); then ``explore`` of 2 threads x 2 steps with
     ``tf.function`` bodies run eagerly, op by op (:func:`run_step_counter_explore`): every
     schedule with at most one preemption, then seeded samples up to 80 schedules. A race in
-    the Python around or inside the TF calls fails every run, whatever the seed.
+    the Python around or inside the TF calls fails every run, whatever the seed. Last, two
+    threads' first steps on a new counter, within two departures (a lock made on first use).
     """
     one_thread: list[int] = []
 
@@ -78,8 +85,15 @@ def check_step_counter(counter_class: Callable[[], Any], **kwargs: Any) -> None:
     require(explored, exercise="StepCounter", hints=_COUNTER_HINTS,
             again=call_text("variables.run_step_counter_explore", "StepCounter",
                             **explore_kwargs))
+    first_runs: list = []
+    first = run_step_counter_explore(counter_class, observed=first_runs, first_use=True,
+                                     **explore_kwargs)
+    require(first, exercise="StepCounter", hints={**_COUNTER_HINTS, "race": _FIRST_USE},
+            again=call_text("variables.run_step_counter_explore", "StepCounter",
+                            first_use=True, **explore_kwargs))
     report({"one_thread": one_thread, "trials": trials, "trials_run": stressed.schedules_run,
-            "runs": runs, "schedules": explored.schedules_run, "covered": explored.covered})
+            "runs": runs, "schedules": explored.schedules_run, "covered": explored.covered,
+            "first_use": {"runs": first_runs, "schedules": first.schedules_run}})
 
 
 def _new_list(weights: list[Any]) -> list[Any]:

@@ -16,6 +16,12 @@ EXPLORE_TIMEOUT_S = 180.0
 COUNTER_EXPLORE_THREADS = 2
 COUNTER_EXPLORE_STEPS = 2
 COUNTER_SCHEDULES = 80
+#: Then a first-use run: two threads, one step each, on a new counter; every schedule with at
+#: most this many departures, TF calls whole (a lock made on first use needs two: one
+#: between its test and its store, one inside the section each thread enters with its own
+#: lock), at most COUNTER_FIRST_USE_SCHEDULES (the tests' correct answers need 110-180).
+COUNTER_FIRST_USE_DEVIATIONS = 2
+COUNTER_FIRST_USE_SCHEDULES = 3000
 COUNTER_STRESS_THREADS = 4
 COUNTER_STRESS_STEPS = 201
 COUNTER_TRIALS = 3
