@@ -3,7 +3,7 @@ slot's answers, from what every explored schedule saw."""
 
 from __future__ import annotations
 
-from autograder.judges import expect, field, items
+from autograder.judges import expect, explored, field, items
 
 # The check's settings (``autograder.checks.mutex``; a test ties them).
 #: The most schedules a graded exploration runs, and the seeded samples it runs once every
@@ -40,12 +40,9 @@ _NUMBER = (int, float, bool)
 
 def _first_use(seen: dict) -> list[dict]:
     """The first-use search's schedules (two threads, one call each, on a new object): every
-    schedule within its bound, at most :data:`FIRST_USE_SCHEDULES`, one entry each."""
-    first = field(seen, "first_use", dict)
-    schedules = field(first, "schedules", int)
-    expect(1 <= schedules <= FIRST_USE_SCHEDULES,
-           f"{schedules} first-use schedules ran, not 1 to {FIRST_USE_SCHEDULES}")
-    return items(first, "runs", dict, at_least=schedules, at_most=schedules)
+    schedule within its bound and no sample, at most :data:`FIRST_USE_SCHEDULES`, one entry
+    each."""
+    return explored(field(seen, "first_use", dict), FIRST_USE_SCHEDULES, 0)
 
 
 def _explored(seen: dict) -> list[dict]:

@@ -50,18 +50,23 @@ def test_a_search_cut_short_is_refused(observed, check):
 
 def test_an_update_lost_or_a_mixed_answer_on_first_use_is_refused(observed):
     seen = copy.deepcopy(observed["check_metrics"])
-    seen["first_use"]["runs"][3]["final"] = [1, 1, 0, mutex.OK_LATENCY_S]
+    seen["first_use"]["schedules"][3]["final"] = [1, 1, 0, mutex.OK_LATENCY_S]
     with pytest.raises(Rejected, match="first-use schedule 4: the final snapshot"):
         judge.check_metrics(seen)
     seen = copy.deepcopy(observed["check_model_slot"])
-    seen["first_use"]["runs"][5]["answers"][0] = [mutex.OLD_VERSION, mutex.NEW_VERSION]
+    seen["first_use"]["schedules"][5]["answers"][0] = [mutex.OLD_VERSION, mutex.NEW_VERSION]
     with pytest.raises(Rejected, match="first-use schedule 6: an answer of version 1"):
         judge.check_model_slot(seen)
     for check in ("check_metrics", "check_model_slot"):
         seen = copy.deepcopy(observed[check])
-        seen["first_use"]["runs"].pop()
-        with pytest.raises(Malformed, match="'runs' holds"):
+        seen["first_use"]["schedules"].pop()
+        with pytest.raises(Malformed, match="'schedules' holds"):
             getattr(judge, check)(seen)
+        cut = copy.deepcopy(observed[check])
+        cut["first_use"]["schedules_run"] = 10
+        cut["first_use"]["schedules"] = cut["first_use"]["schedules"][:10]
+        with pytest.raises(Rejected, match="10 schedules ran"):
+            getattr(judge, check)(cut)
         del seen["first_use"]
         with pytest.raises(Malformed, match="first_use"):
             getattr(judge, check)(seen)

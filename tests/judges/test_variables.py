@@ -67,12 +67,13 @@ def test_a_lost_step_or_a_number_handed_out_twice_is_refused(observed):
 
 def test_a_number_handed_out_twice_on_first_use_or_a_cut_first_use_search_is_refused(observed):
     seen = observed["counter"]
-    numbers = copy.deepcopy(seen["first_use"]["runs"][7]["numbers"])
+    numbers = copy.deepcopy(seen["first_use"]["schedules"][7]["numbers"])
     numbers[1][0] = numbers[0][0]
     with pytest.raises(Rejected, match="first-use schedule 8"):
-        judge.check_step_counter(_forged(seen, ("first_use", "runs", 7, "numbers"), numbers))
-    with pytest.raises(Malformed, match="'runs' holds"):
-        judge.check_step_counter(_forged(seen, ("first_use", "schedules"), 5))
+        judge.check_step_counter(_forged(seen, ("first_use", "schedules", 7, "numbers"),
+                                         numbers))
+    with pytest.raises(Rejected, match="5 schedules ran"):
+        judge.check_step_counter(_forged(seen, ("first_use", "schedules_run"), 5))
     with pytest.raises(Malformed, match="first_use"):
         judge.check_step_counter(_forged(seen, ("first_use",), None))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from autograder.checks.kit import call_text, report, require, smoke
+from autograder.checks.kit import call_text, explored_report, report, require, smoke
 from autograder.checks.mutex.metrics import (
     ERROR_LATENCY_S,
     OK_LATENCY_S,
@@ -82,7 +82,7 @@ def check_metrics(metrics_class: Callable[[], Any], **kwargs: Any) -> None:
     require(first, exercise="ServerMetrics", hints={"deadlock": deadlock, "race": _FIRST_USE},
             again=call_text("mutex.run_metrics", "ServerMetrics", first_use=True, **kwargs))
     report({"one_thread": _numbers(snap), "after_a_change": _numbers(after),
-            **_explored(result, runs), "first_use": _explored(first, first_runs)})
+            **_explored(result, runs), "first_use": explored_report(first, first_runs)})
 
 
 #: Keys the one-thread run gets twice each: a cache that evicts (an LRU of 128 or 256
@@ -189,4 +189,4 @@ def check_model_slot(slot_class: Callable[[Any, int], Any], **kwargs: Any) -> No
     first = run_model_slot(slot_class, observed=first_runs, first_use=True, **kwargs)
     require(first, exercise="ModelSlot", hints={"deadlock": deadlock, "race": _FIRST_USE},
             again=call_text("mutex.run_model_slot", "ModelSlot", first_use=True, **kwargs))
-    report({**_explored(result, runs), "first_use": _explored(first, first_runs)})
+    report({**_explored(result, runs), "first_use": explored_report(first, first_runs)})

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from autograder.checks.kit import call_text, report, require, smoke
+from autograder.checks.kit import call_text, explored_report, report, require, smoke
 from autograder.checks.plain import plain_array
 from autograder.checks.variables.choice import (
     AtEveryRate,
@@ -93,7 +93,7 @@ def check_step_counter(counter_class: Callable[[], Any], **kwargs: Any) -> None:
                             first_use=True, **explore_kwargs))
     report({"one_thread": one_thread, "trials": trials, "trials_run": stressed.schedules_run,
             "runs": runs, "schedules": explored.schedules_run, "covered": explored.covered,
-            "first_use": {"runs": first_runs, "schedules": first.schedules_run}})
+            "first_use": explored_report(first, first_runs)})
 
 
 def _new_list(weights: list[Any]) -> list[Any]:
