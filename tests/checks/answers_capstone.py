@@ -84,18 +84,28 @@ class ConditionBatchService:
 
     def _serve(self):
         while (batch := self._take()) is not None:
-            good = [r for r in batch if r.x.shape == self._shape]
-            for r in batch:
-                if r.x.shape != self._shape:
-                    r.error = ValueError(f"expected shape {self._shape}, got {r.x.shape}")
+            good = self._well_formed(batch)
             if good:
                 self._compute(good)
-            with self._cond:
-                self._requests += len(batch)
-                self._batches += self._counted_batches(good)
-                self._errors += len(batch) - len(good)
-            for r in batch:
-                r.done.set()
+            self._count(batch, good)
+            self._wake(batch)
+
+    def _well_formed(self, batch):
+        """The batch's requests of the example's shape; the others get a ValueError."""
+        for r in batch:
+            if r.x.shape != self._shape:
+                r.error = ValueError(f"expected shape {self._shape}, got {r.x.shape}")
+        return [r for r in batch if r.x.shape == self._shape]
+
+    def _count(self, batch, good):
+        with self._cond:
+            self._requests += len(batch)
+            self._batches += self._counted_batches(good)
+            self._errors += len(batch) - len(good)
+
+    def _wake(self, batch):
+        for r in batch:
+            r.done.set()
 
     def _counted_batches(self, good):
         """The batches one taken batch counts: one model call, when it had a good request."""
@@ -286,18 +296,11 @@ class CountsAfterWakingService(ConditionBatchService):
 
     def _serve(self):
         while (batch := self._take()) is not None:
-            good = [r for r in batch if r.x.shape == self._shape]
-            for r in batch:
-                if r.x.shape != self._shape:
-                    r.error = ValueError(f"expected shape {self._shape}, got {r.x.shape}")
+            good = self._well_formed(batch)
             if good:
                 self._compute(good)
-            for r in batch:
-                r.done.set()
-            with self._cond:
-                self._requests += len(batch)
-                self._batches += self._counted_batches(good)
-                self._errors += len(batch) - len(good)
+            self._wake(batch)
+            self._count(batch, good)
 
 
 # Each fails the explored stats check in one seeded schedule, the same every run.
@@ -322,19 +325,10 @@ class UnlockedCountService(ConditionBatchService):
             raise request.error
         return request.result
 
-    def _serve(self):
-        while (batch := self._take()) is not None:
-            good = [r for r in batch if r.x.shape == self._shape]
-            for r in batch:
-                if r.x.shape != self._shape:
-                    r.error = ValueError(f"expected shape {self._shape}, got {r.x.shape}")
-            if good:
-                self._compute(good)
-            with self._cond:
-                self._batches += self._counted_batches(good)
-                self._errors += len(batch) - len(good)
-            for r in batch:
-                r.done.set()
+    def _count(self, batch, good):
+        with self._cond:  # the requests were counted, unlocked, as they came
+            self._batches += self._counted_batches(good)
+            self._errors += len(batch) - len(good)
 
 
 UnlockedCountService.decided_by_construction = True
