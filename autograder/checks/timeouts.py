@@ -141,18 +141,12 @@ def _cut_rlock() -> _CutLock:
     return _CutLock(threading.RLock())
 
 
-class _Semaphore(threading.Semaphore):
-    """``threading.Semaphore``, its ``acquire`` timeout cut."""
+def _cut_semaphore(base: type) -> type:
+    """``base`` (``Semaphore`` or ``BoundedSemaphore``) whose ``acquire`` timeout is cut."""
+    def acquire(self: Any, blocking: bool = True, timeout: float | None = None) -> bool:
+        return base.acquire(self, blocking, _cut(timeout))
 
-    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
-        return threading.Semaphore.acquire(self, blocking, _cut(timeout))
-
-
-class _BoundedSemaphore(threading.BoundedSemaphore):
-    """``threading.BoundedSemaphore``, its ``acquire`` timeout cut."""
-
-    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
-        return threading.BoundedSemaphore.acquire(self, blocking, _cut(timeout))
+    return type(base.__name__, (base,), {"acquire": acquire, "__module__": __name__})
 
 
 class _CutModule(types.ModuleType):
@@ -185,8 +179,8 @@ _STAND_INS = _stand_ins(_WAITS)
 #: On real threads held on purpose: those, and its locks' and semaphores' timed acquires.
 _WITH_LOCKS = _stand_ins([*_WAITS, (threading.Lock, _cut_lock), (_thread.allocate_lock, _cut_lock),
                           (threading.RLock, _cut_rlock),
-                          (threading.Semaphore, _Semaphore),
-                          (threading.BoundedSemaphore, _BoundedSemaphore)])
+                          *((cls, _cut_semaphore(cls))
+                            for cls in (threading.Semaphore, threading.BoundedSemaphore))])
 
 
 def _own_namespaces(answer_class: type) -> list[dict[str, Any]]:

@@ -559,23 +559,23 @@ class TimedUpdateSkipService(ConditionBatchService):
         if not self._model_lock.acquire(timeout=2.0):
             warnings.warn("update_weights: the model is busy; update skipped", stacklevel=2)
             return
+        self._set_and_release(weights)
+
+    def _set_and_release(self, weights):
         try:
             self._model.set_weights(weights)
         finally:
             self._model_lock.release()
 
 
-class TimedUpdateRetryService(ConditionBatchService):
+class TimedUpdateRetryService(TimedUpdateSkipService):
     """Correct: ``update_weights`` waits for the model lock half a second at a time until it
     has it; no update is skipped."""
 
     def update_weights(self, weights):
         while not self._model_lock.acquire(timeout=0.5):
             pass
-        try:
-            self._model.set_weights(weights)
-        finally:
-            self._model_lock.release()
+        self._set_and_release(weights)
 
 
 class SetWeightsUnbuiltService(ConditionBatchService):
@@ -864,6 +864,7 @@ LockPerCallService.decided_by_construction = True  # one model call per request,
 ReusedBufferSwapService.decided_by_construction = True  # the same
 ReshapingService.decided_by_construction = True  # the reshape answers it on any schedule
 TimedUpdateSkipService.decided_by_construction = True  # the mid-call step, cut timeouts
+TimedUpdateRetryService.decided_by_construction = False  # correct: not inherited
 
 
 WRONG_COLD = [LockFreeColdService, TwoBatchersNoWarmupService, RetryWhenReadColdService]
