@@ -20,8 +20,9 @@ from . import report, tamper
 from .result import Result, issue
 from .timeline import Mark, Segment, Timeline
 
-# The smallest share of trials whose workers must overlap in time for a pass to mean anything.
-MIN_OVERLAP_SHARE = 0.5
+# How many times more than the trials asked for a trial whose threads ran one after another
+# (it tested nothing) is run again before the result is inconclusive.
+RERUNS_PER_TRIAL = 2
 _SWITCH_INTERVAL = 1e-6
 _STALL_SAMPLE_S = 0.2
 _ALIGN_S = 0.002
@@ -66,9 +67,12 @@ def stress(
     that the threads were running together: for a cold Keras model this *is* the race);
     ``check`` raising ``AssertionError`` or returning ``False`` is ``"race"``; threads still
     blocked at the deadline are ``"deadlock"`` (with their stacks), still running is
-    ``"timeout"``. Trials whose threads never ran at the same time test nothing: when fewer
-    than half of the trials overlapped, the result is ``"timeout"`` (inconclusive), never a
-    pass. Seeding TensorFlow or numpy is the caller's job.
+    ``"timeout"``. A trial whose threads never ran at the same time tested nothing (workers
+    too small, or a loaded machine that woke one thread after another had finished): it is not
+    counted, its state is not checked, and it is run again with fresh state, up to
+    ``RERUNS_PER_TRIAL * trials + 1`` times in all; past that the result is ``"timeout"``
+    (inconclusive), never a pass. A trial that found something is never run again. Seeding
+    TensorFlow or numpy is the caller's job.
 
     Keras and TensorFlow set up global state on first use; warm the code path you are not
     testing before calling ``stress`` (and build cold objects in ``setup`` when the cold path
@@ -98,24 +102,34 @@ def stress(
     deadline = tamper.monotonic() + timeout_s
     previous = tamper.getswitchinterval()
     done: list[_Trial] = []
+    alone = 0
+    number = 1
     tamper.setswitchinterval(_SWITCH_INTERVAL)
     try:
-        for number in range(1, trials + 1):
+        while number <= trials:
             order = rng.sample(range(len(workers)), len(workers))
             trial = _run_trial(number, order, setup, workers, check, deadline)
+            late = tamper.monotonic() > deadline
+            if trial.verdict == "alone":
+                alone += 1
+                if alone > RERUNS_PER_TRIAL * trials or late:
+                    done.append(trial)
+                    break
+                continue
             done.append(trial)
             if trial.verdict != "pass":
                 break
-            if tamper.monotonic() > deadline and number < trials:
+            if late and number < trials:
                 trial.verdict = "timeout"
                 break
+            number += 1
     finally:
         tamper.setswitchinterval(previous)
 
     found = tamper.problems()
     if found:
         return issue("error", message=tamper.message(found), schedules_run=len(done))
-    return _result(done, trials, seed, timeout_s, workers)
+    return _result(done, trials, seed, timeout_s, workers, alone)
 
 
 def _run_trial(number: int, order: list[int], setup: Callable[[], Any],
@@ -165,6 +179,9 @@ def _run_trial(number: int, order: list[int], setup: Callable[[], Any],
     if trial.errors:
         trial.verdict = "error"
         return trial
+    if not trial.overlapped:
+        trial.verdict = "alone"
+        return trial
     try:
         outcome = check(state)
     except AssertionError as failure:
@@ -213,7 +230,7 @@ def _sleep(seconds: float) -> None:
 
 
 def _result(done: list[_Trial], trials: int, seed: int, timeout_s: float,
-            workers: list[Callable[[Any], Any]]) -> Result:
+            workers: list[Callable[[Any], Any]], alone: int) -> Result:
     last = done[-1]
     replay_hint = (f"Run `stress(setup, workers, check, trials={trials}, seed={seed})` again to "
                    "see it again: real threads cannot be replayed step by step.")
@@ -266,15 +283,18 @@ def _result(done: list[_Trial], trials: int, seed: int, timeout_s: float,
             f"within {timeout_s:g} s, so the result is inconclusive (never a pass). Make each "
             "trial cheaper or give stress a larger timeout_s."))
 
-    overlapped = sum(trial.overlapped for trial in done)
-    if overlapped < max(1, MIN_OVERLAP_SHARE * len(done)):
-        return issue("timeout", schedule=schedule, **common, message=(
-            f"Inconclusive: the worker threads ran at the same time in only {overlapped} of "
-            f"{report.plural(len(done), 'trial')}, so the test proved nothing about races. "
-            "Give each worker more work (for example a loop of calls) so that they overlap."))
+    if last.verdict == "alone":
+        counted = len(done) - 1
+        return issue("timeout", schedule=schedule, **{**common, "schedules_run": counted}, message=(
+            f"Inconclusive: the worker threads ran one after another, never at the same time, "
+            f"in {report.plural(alone, 'trial')} (and at the same time in {counted} of the "
+            f"{trials} needed), so the test proved nothing about races. Give each worker more "
+            "work (for example a loop of calls) so that they overlap."))
+    again = (f" ({report.plural(alone, 'more trial')}, whose threads ran one after another, "
+             "tested nothing and ran again)") if alone else ""
     return issue("pass", **common, message=(
         f"No race found: {report.plural(len(done), 'trial')}, threads overlapped in "
-        f"{overlapped} of them, and the check held every time."))
+        f"{len(done)} of them, and the check held every time{again}."))
 
 
 def _timeline(trial: _Trial, lanes: int) -> Timeline:

@@ -83,6 +83,35 @@ def test_threads_that_never_overlap_make_the_result_inconclusive_not_pass():
     assert "Inconclusive" in result.message
 
 
+def test_a_trial_whose_threads_ran_one_after_another_runs_again_and_is_not_checked():
+    attempts, checked = [], []
+
+    def setup():
+        attempts.append(len(attempts) + 1)
+        return {"n": 0, "attempt": attempts[-1]}
+
+    def tiny_then_busy(state):
+        if state["attempt"] > 2:  # nothing to overlap in the first two attempts
+            _busy(state)
+
+    def check(state):
+        checked.append(state["attempt"])
+
+    result = stress(setup, [tiny_then_busy] * 2, check, trials=2)
+    assert result.verdict == "pass", result.message
+    assert result.schedules_run == 2
+    assert len(checked) == 2 and len(attempts) >= 3
+    assert "ran again" in result.message
+
+
+def test_threads_that_never_overlap_are_run_again_a_bounded_number_of_times():
+    attempts = []
+    result = stress(lambda: attempts.append(1), [lambda s: None] * 2, lambda s: True, trials=3)
+    assert result.verdict == "timeout"
+    assert len(attempts) <= 3 * 3 + 1
+    assert "one after another" in result.message
+
+
 def test_lock_order_deadlock_is_reported_with_stacks():
     def setup():
         return {"a": threading.Lock(), "b": threading.Lock(), "ready": threading.Barrier(2)}
