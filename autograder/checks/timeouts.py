@@ -13,6 +13,13 @@ faster. A ``join`` with a timeout returns at once, as if the thread outlasted it
 machine: code that goes on as if the thread had ended shows it. They are put back when the
 exploration ends.
 
+The clocks the answer reads meanwhile (``time.monotonic``, ``time.time``, ``perf_counter`` and
+their ``_ns`` forms) run ahead of the real ones by the time the cut waits skipped (a sleep of
+half a second that took a millisecond moved them half a second) and by the time the grader
+says passed (:func:`pass_time`: a learner the grader holds, as a loaded machine would), so a
+deadline the answer computes from them runs out as it would have: a loop that polls a full
+queue "for at most two seconds" gives up, and shows what it does then.
+
 Real threads that the grader holds on purpose (the capstone's update during a model call held
 at a gate) cut the timed acquires of the answer's locks and semaphores too (``locks``): a
 timeout that gives up while the grader holds the lock's owner shows what the code does then,
@@ -37,6 +44,23 @@ from autograder.harness import codemap
 _CUT_S = 0.001
 
 
+#: How far the answer's clocks run ahead of the real ones (seconds), for the whole process:
+#: they never go back while an answer reads them.
+_AHEAD = [0.0]
+
+
+def pass_time(seconds: float) -> None:
+    """Move the clocks the answer reads while its timeouts are cut ``seconds`` ahead."""
+    _AHEAD[0] += seconds
+
+
+def _skipped(timeout: object) -> None:
+    """A cut wait of ``timeout`` ran out: the time it did not wait passes on the answer's
+    clocks."""
+    if type(timeout) in (int, float) and timeout > _CUT_S:
+        pass_time(timeout - _CUT_S)
+
+
 def _cut(timeout: float | None) -> float | None:
     """``timeout`` cut to :data:`_CUT_S` (None: no timeout)."""
     return None if timeout is None else min(timeout, _CUT_S)
@@ -45,6 +69,36 @@ def _cut(timeout: float | None) -> float | None:
 def _cut_sleep(seconds: float) -> None:
     """``time.sleep``, cut as the timeouts are."""
     time.sleep(min(seconds, _CUT_S))
+    _skipped(seconds)
+
+
+def _monotonic() -> float:
+    return time.monotonic() + _AHEAD[0]
+
+
+def _time() -> float:
+    return time.time() + _AHEAD[0]
+
+
+def _perf_counter() -> float:
+    return time.perf_counter() + _AHEAD[0]
+
+
+def _monotonic_ns() -> int:
+    return time.monotonic_ns() + int(_AHEAD[0] * 1e9)
+
+
+def _time_ns() -> int:
+    return time.time_ns() + int(_AHEAD[0] * 1e9)
+
+
+def _perf_counter_ns() -> int:
+    return time.perf_counter_ns() + int(_AHEAD[0] * 1e9)
+
+
+_CLOCKS = [(time.monotonic, _monotonic), (time.time, _time), (time.perf_counter, _perf_counter),
+           (time.monotonic_ns, _monotonic_ns), (time.time_ns, _time_ns),
+           (time.perf_counter_ns, _perf_counter_ns)]
 
 
 _cut_sleep.__wrapped__ = time.sleep  # the scheduler yields at it, as at a sleep
@@ -54,7 +108,10 @@ class _Event(threading.Event):
     """``threading.Event``, its ``wait`` timeout cut."""
 
     def wait(self, timeout: float | None = None) -> bool:
-        return threading.Event.wait(self, _cut(timeout))
+        if threading.Event.wait(self, _cut(timeout)):
+            return True
+        _skipped(timeout)
+        return False
 
 
 _Event.wait.__wrapped__ = threading.Event.wait  # the scheduler's timed call (at the call)
@@ -64,7 +121,10 @@ class _Condition(threading.Condition):
     """``threading.Condition``, its ``wait`` and ``wait_for`` timeouts cut."""
 
     def wait(self, timeout: float | None = None) -> bool:
-        return threading.Condition.wait(self, _cut(timeout))
+        if threading.Condition.wait(self, _cut(timeout)):
+            return True
+        _skipped(timeout)
+        return False
 
     def wait_for(self, predicate: Callable[[], Any], timeout: float | None = None) -> Any:
         """As ``Condition.wait_for``: a wait that ran out (no other thread could move, so none
@@ -83,15 +143,27 @@ class _Thread(threading.Thread):
 
     def join(self, timeout: float | None = None) -> None:
         threading.Thread.join(self, None if timeout is None else 0)
+        if self.is_alive():
+            _skipped(timeout)
 
 
 def _cut_queue(base: type) -> type:
     """``base`` (a ``queue`` class) whose ``get`` and ``put`` timeouts are cut."""
     def get(self: Any, block: bool = True, timeout: float | None = None) -> Any:
-        return base.get(self, block, _cut(timeout))
+        try:
+            return base.get(self, block, _cut(timeout))
+        except queue.Empty:
+            if block:
+                _skipped(timeout)
+            raise
 
     def put(self: Any, item: Any, block: bool = True, timeout: float | None = None) -> None:
-        base.put(self, item, block, _cut(timeout))
+        try:
+            base.put(self, item, block, _cut(timeout))
+        except queue.Full:
+            if block:
+                _skipped(timeout)
+            raise
 
     get.__wrapped__, put.__wrapped__ = base.get, base.put  # the scheduler's timed calls
     return type(base.__name__, (base,), {"get": get, "put": put, "__module__": __name__})
@@ -112,9 +184,13 @@ class _CutLock:
         self._lock = lock
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        asked = timeout
         if type(timeout) in (int, float) and timeout > 0:
             timeout = min(timeout, _CUT_S)
-        return self._lock.acquire(blocking, timeout)
+        if self._lock.acquire(blocking, timeout):
+            return True
+        _skipped(asked)
+        return False
 
     __enter__ = acquire
 
@@ -144,7 +220,10 @@ def _cut_rlock() -> _CutLock:
 def _cut_semaphore(base: type) -> type:
     """``base`` (``Semaphore`` or ``BoundedSemaphore``) whose ``acquire`` timeout is cut."""
     def acquire(self: Any, blocking: bool = True, timeout: float | None = None) -> bool:
-        return base.acquire(self, blocking, _cut(timeout))
+        if base.acquire(self, blocking, _cut(timeout)):
+            return True
+        _skipped(timeout)
+        return False
 
     return type(base.__name__, (base,), {"acquire": acquire, "__module__": __name__})
 
@@ -173,7 +252,7 @@ def _stand_ins(pairs: list[tuple[Any, Any]]) -> dict[int, Any]:
 
 
 _WAITS = [(threading.Event, _Event), (threading.Condition, _Condition),
-          (threading.Thread, _Thread), *_QUEUES.items(), (time.sleep, _cut_sleep)]
+          (threading.Thread, _Thread), *_QUEUES.items(), (time.sleep, _cut_sleep), *_CLOCKS]
 #: While explored: the waits an answer makes, and its sleeps.
 _STAND_INS = _stand_ins(_WAITS)
 #: On real threads held on purpose: those, and its locks' and semaphores' timed acquires.
@@ -231,6 +310,7 @@ def cut_timeouts(answer_class: type, *, locks: bool = False) -> Iterator[None]:
 
 
 #: The stand-ins' own functions: glue for ``explore`` (no decision points of their own).
-CUT_GLUE = (_cut, _cut_sleep, _CutModule.__getattr__,
+CUT_GLUE = (_cut, _cut_sleep, _skipped, pass_time, _CutModule.__getattr__,
+            *(clock for _, clock in _CLOCKS),
             *(f for cls in (_Event, _Condition, _Thread, *_QUEUES.values())
               for f in vars(cls).values() if isinstance(f, types.FunctionType)))

@@ -9,7 +9,7 @@ from typing import Any
 
 from . import report, tamper
 from .result import Result, issue
-from .scheduler import Outcome, Run, Strategy
+from .scheduler import GIVE_UPS, Outcome, Run, Strategy
 from .search import DeviationBounded, Exhaustive, PriorityChange, RandomWalk, Replay
 from .timeline import Mark, Segment, Timeline
 
@@ -48,6 +48,7 @@ def explore(
     samples: int | None = None,
     deviations: int = DEVIATIONS,
     glue: Sequence[Callable[..., Any]] = (),
+    give_ups: int = GIVE_UPS,
 ) -> Result:
     """Search the interleavings of ``workers`` for one that breaks ``check``.
 
@@ -92,6 +93,11 @@ def explore(
             comprehensions) are no decision points, while the user code they call keeps its
             own: the search then spends its bound on the answer's code. An addition to the
             course's API, for checks; :func:`replay` needs the same ``glue``.
+        give_ups: How many times per run a thread's timed wait may be made to give up while
+            another thread could still make it ready (each one a choice). A check that holds
+            a thread on purpose for long (a learner stalled for seconds) runs one schedule
+            with a large number: every timed wait made meanwhile runs out, as it would. An
+            addition to the course's API, for checks; :func:`replay` needs the same number.
 
     Returns:
         The :class:`Result`. A failing one carries the schedule for :func:`replay`.
@@ -114,7 +120,7 @@ def explore(
             break
         runs += 1
         outcome, verdict, seen = _run_once(setup, workers, check, chooser, deadline,
-                                           callbacks, glue)
+                                           callbacks, glue, give_ups)
         if verdict != "pass":
             return _failure(verdict, outcome, seen, runs, timeout_s)
         search.after(chooser, outcome)
@@ -137,6 +143,7 @@ def replay(
     timeout_s: float = 60.0,
     callbacks: bool = False,
     glue: Sequence[Callable[..., Any]] = (),
+    give_ups: int = GIVE_UPS,
 ) -> Result:
     """Run exactly the schedule of a failing :func:`explore` result again.
 
@@ -148,6 +155,7 @@ def replay(
         timeout_s: Wall-clock budget.
         callbacks: The same ``callbacks`` as the explore call.
         glue: The same ``glue`` as the explore call.
+        give_ups: The same ``give_ups`` as the explore call.
 
     Returns:
         The same verdict as the run that produced the schedule, every time.
@@ -161,7 +169,7 @@ def replay(
     deadline = tamper.monotonic() + timeout_s
     chooser = Replay(switches)
     outcome, verdict, seen = _run_once(setup, workers, check, chooser, deadline, callbacks,
-                                       glue)
+                                       glue, give_ups)
     note = ""
     if chooser.deviation:
         note = ("\nNote: the program did not repeat itself exactly "
@@ -288,14 +296,16 @@ class _Search:
 def _run_once(setup: Callable[[], Any], workers: list[Callable[[Any], Any]],
               check: Callable[[Any], Any], chooser: Strategy,
               deadline: float, callbacks: bool = False,
-              glue: Sequence[Callable[..., Any]] = ()) -> tuple[Outcome, str, object]:
+              glue: Sequence[Callable[..., Any]] = (),
+              give_ups: int = GIVE_UPS) -> tuple[Outcome, str, object]:
     """One schedule: fresh state, a controlled run, then the check."""
     try:
         state = setup()
     except Exception as error:  # reported, fail closed
         outcome = Outcome(kind="error", error=error, detail="setup")
         return outcome, "error", None
-    outcome = Run(state, workers, chooser, deadline, callbacks=callbacks, glue=glue).execute()
+    outcome = Run(state, workers, chooser, deadline, callbacks=callbacks, glue=glue,
+                  give_ups=give_ups).execute()
     problems = outcome.tampering + tamper.problems()
     if problems:
         outcome.detail = tamper.message(problems)

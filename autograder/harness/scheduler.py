@@ -57,8 +57,10 @@ class Run(Tracing, Turns):
 
     def __init__(self, state: Any, workers: Sequence[Callable[[Any], Any]],
                  strategy: Strategy, deadline: float, *, callbacks: bool = False,
-                 glue: Sequence[Callable[..., Any]] = ()):
+                 glue: Sequence[Callable[..., Any]] = (), give_ups: int = GIVE_UPS):
         self.state = state
+        #: How many timed waits per thread may be made to give up as a choice.
+        self.give_ups = give_ups
         #: Trace user code that library code calls back (see :func:`explore`'s ``callbacks``).
         self.callbacks = callbacks
         #: Code run without decision points of its own (see :func:`explore`'s ``glue``).

@@ -142,11 +142,11 @@ class Turns:
             if runnable:
                 # A timed acquire may give up at any step while its lock is held, as on a
                 # loaded machine: each such thread is one more choice (issue #18, class 3),
-                # GIVE_UPS times per thread and run (a retry loop would otherwise make the
-                # space of schedules endless).
+                # GIVE_UPS times per thread and run unless the run says otherwise (a retry
+                # loop would otherwise make the space of schedules endless).
                 giving_up = [t for t in self.threads if t.status == _RUNNABLE
                              and not t.native and t.wait is not None
-                             and t.wait.give_up is not None and t.given_up < GIVE_UPS
+                             and t.wait.give_up is not None and t.given_up < self.give_ups
                              and t not in runnable]
                 chosen = self._pick(me, can_continue,
                                     sorted(runnable + giving_up, key=lambda t: t.index))

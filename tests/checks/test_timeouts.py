@@ -1,8 +1,9 @@
 """The answer's timeouts cut: its waits while explored, its locks' too on held real threads."""
 
 import threading
+import time
 
-from autograder.checks.timeouts import cut_timeouts
+from autograder.checks.timeouts import cut_timeouts, pass_time
 
 
 class _Answer:
@@ -76,3 +77,44 @@ def test_without_locks_the_answers_locks_are_real_ones():
         answer = _Answer()
     assert type(answer.lock) is type(threading.Lock())
     assert type(answer.rlock) is type(threading.RLock())
+
+
+
+class _Clocked:
+    """Reads the clock, sleeps and waits through this module's ``time`` and ``threading``."""
+
+    @staticmethod
+    def now() -> float:
+        return time.monotonic()
+
+    @staticmethod
+    def nap(seconds: float) -> None:
+        time.sleep(seconds)
+
+    @staticmethod
+    def event() -> threading.Event:
+        return threading.Event()
+
+
+def test_the_answers_clock_moves_by_the_sleeps_it_skipped_and_the_time_the_grader_passed():
+    real = time.monotonic
+    with cut_timeouts(_Clocked):
+        start, real_start = _Clocked.now(), real()
+        _Clocked.nap(30)
+        assert _Clocked.now() - start >= 30 > real() - real_start + 1
+        moved = _Clocked.now()
+        pass_time(5)
+        assert _Clocked.now() - moved >= 5
+    assert time.monotonic is real
+
+
+def test_a_timed_wait_that_ran_out_moves_the_answers_clock_by_its_timeout_not_otherwise():
+    with cut_timeouts(_Clocked):
+        event = _Clocked.event()
+        start = _Clocked.now()
+        assert event.wait(20) is False
+        assert _Clocked.now() - start >= 20
+        event.set()
+        start = _Clocked.now()
+        assert event.wait(20) is True
+        assert _Clocked.now() - start < 1

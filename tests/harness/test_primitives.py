@@ -369,3 +369,32 @@ def test_a_lock_inside_a_tf_function_run_eagerly_guards_nothing_as_in_its_graph(
         tf.config.run_functions_eagerly(eager)
     assert inside.verdict == "race", inside.message
     assert around.ok, around.message
+
+
+def _held_while_retried(give_ups: int) -> list[int]:
+    """One schedule (the default order): a thread holds a lock for 20 yields while another
+    retries a 5-second timed acquire; the retrier's failed acquires."""
+    failures: list[int] = []
+
+    def setup():
+        return SimpleNamespace(lock=threading.Lock(), failed=0)
+
+    def hold(state):
+        with state.lock:
+            for _ in range(20):
+                time.sleep(0)
+
+    def retry(state):
+        while not state.lock.acquire(timeout=5):
+            state.failed += 1
+        state.lock.release()
+
+    result = explore(setup, [hold, retry], lambda s: failures.append(s.failed),
+                     max_schedules=1, give_ups=give_ups)
+    assert result.ok, result.message
+    return failures
+
+
+def test_a_timed_wait_gives_up_once_per_run_unless_the_run_allows_more():
+    assert _held_while_retried(1)[0] <= 1
+    assert _held_while_retried(100)[0] >= 5

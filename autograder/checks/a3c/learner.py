@@ -32,7 +32,9 @@ import numpy as np
 from autograder.checks.a3c.model import actor_critic, expected_after, grid_gradients, grid_weights
 from autograder.checks.a3c.settings import (
     CLOSE_TIMEOUT_S,
+    LEARNER_BACKLOG_GIVE_UPS,
     LEARNER_BACKLOG_PUSHES,
+    LEARNER_BACKLOG_YIELD_S,
     LEARNER_BACKLOG_YIELDS,
     LEARNER_DEVIATIONS,
     LEARNER_PUSHES,
@@ -47,7 +49,7 @@ from autograder.checks.a3c.settings import (
 )
 from autograder.checks.cache import memo
 from autograder.checks.kit import alive_since, describe_error, within
-from autograder.checks.timeouts import CUT_GLUE, cut_timeouts
+from autograder.checks.timeouts import CUT_GLUE, cut_timeouts, pass_time
 from autograder.harness import Result, explore, stress
 
 #: The network's variables, as messages name them (``trainable_variables`` order).
@@ -368,7 +370,8 @@ def run_learner_explore(learner_class: Callable[[Any, Any], Any], *, seed: int =
 def _held_first(original: Callable[..., Any], trial: LearnerTrial) -> Callable[..., Any]:
     """``original`` (``apply_gradients``), its first call held until every push of ``trial``
     returned, or until it has yielded the core :data:`LEARNER_BACKLOG_YIELDS` times (pushes
-    that block while it waits, on a full queue, cannot return until it applies)."""
+    that block while it waits, on a full queue, cannot return until it applies), each yield
+    :data:`LEARNER_BACKLOG_YIELD_S` on the answer's clocks (a deadline loop runs out)."""
     total = sum(len(mine) for mine in trial.gradients)
     held = [False]
 
@@ -378,6 +381,7 @@ def _held_first(original: Callable[..., Any], trial: LearnerTrial) -> Callable[.
             for _ in range(LEARNER_BACKLOG_YIELDS):
                 if trial.pushed >= total:
                     break
+                pass_time(LEARNER_BACKLOG_YIELD_S)
                 time.sleep(0)
         return original(*args, **kwargs)
 
@@ -393,10 +397,12 @@ def run_learner_backlog(learner_class: Callable[[Any, Any], Any], *, seed: int =
     :data:`LEARNER_BACKLOG_YIELDS` times: a push blocked on a full queue returns only once it
     applies), as a learner slowed by a loaded machine does. A queue bound that one stress trial
     could fill is then full; a push that waits for room with a timeout gives up (its timeout
-    runs out, as the scheduler lets a timed wait do while another thread could still make room)
-    and must not lose its gradient: the weights after ``close()`` must be the exact SGD sum. The
-    answer's timeouts are cut meanwhile, as in :func:`run_learner_explore`. When ``observed`` is
-    given and the schedule passes, it appends what :func:`run_learner` appends for a trial.
+    runs out, as the scheduler lets a timed wait do while another thread could still make room:
+    every one it makes while the learner is held; the answer's clocks run 10 s meanwhile, so a
+    loop that retries "for at most two seconds" runs out too) and must not lose its gradient:
+    the weights after ``close()`` must be the exact SGD sum. The answer's timeouts are cut
+    meanwhile, as in :func:`run_learner_explore`. When ``observed`` is given and the schedule
+    passes, it appends what :func:`run_learner` appends for a trial.
     """
     pool = learner_pool()
 
@@ -428,7 +434,8 @@ def run_learner_backlog(learner_class: Callable[[Any, Any], Any], *, seed: int =
                            functools.partial(_check, observed=observed, closed=True,
                                              backlog=True),
                            seed=seed, max_schedules=1, timeout_s=TIMEOUT_S,
-                           glue=(actor, _running_now, alive_since, *CUT_GLUE))
+                           glue=(actor, _running_now, alive_since, *CUT_GLUE),
+                           give_ups=LEARNER_BACKLOG_GIVE_UPS)
     finally:
         vars(optimizer).pop("apply_gradients", None)
         pool.clock[0] = time.perf_counter

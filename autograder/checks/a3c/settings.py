@@ -35,6 +35,12 @@ LEARNER_DEVIATIONS = 2
 #: queue bound any trial could fill is full, and a push's timed wait for room runs out.
 LEARNER_BACKLOG_PUSHES = LEARNER_THREADS * LEARNER_PUSHES + 1
 LEARNER_BACKLOG_YIELDS = 200
+#: The time each of those yields lets pass on the answer's clocks (``cut_timeouts``): the held
+#: first apply takes 10 s by them, longer than any deadline a push plausibly waits for room.
+LEARNER_BACKLOG_YIELD_S = 0.05
+#: How many of its timed waits a thread may be made to give up in the backlog: every one the
+#: actor makes while the learner is held runs out, as in a 10-second stall it would.
+LEARNER_BACKLOG_GIVE_UPS = 10 * LEARNER_BACKLOG_YIELDS
 #: How long close() may take, and how long a thread the answer started may outlive it.
 CLOSE_TIMEOUT_S = 20.0
 THREAD_EXIT_S = 2.0
