@@ -561,11 +561,11 @@ a3c.check_shared_network(make_shared_network)
 # actors under the controlled scheduler, so a lock or a thread made on the first `push` (two
 # first pushes at once can each make one) fails too. There, a `join` with a timeout runs out
 # before the thread ends, as it can on a loaded machine: `close()` must wait for the thread
-# itself, not for a while. Last, one actor pushes 101 gradients while the learner is held on
-# its first apply, as a learner falls behind on a loaded machine: a bounded queue fills, every
-# `put` with a timeout gives up, the clock runs 10 seconds meanwhile (a loop that retries until
-# a deadline runs out too), and `push` must not lose the gradient (block until there is room,
-# or keep the queue unbounded).
+# itself, not for a while. Last, two actors push 101 gradients while the learner is held on
+# its first apply, as a learner falls behind on a loaded machine: a bounded queue fills, the
+# lock stays held, every wait with a timeout gives up, the clock runs 10 seconds meanwhile (a
+# loop that retries until a deadline runs out too), and `push` must not lose the gradient
+# (block until there is room or the lock is free, or keep the queue unbounded).
 
 # %% nbgrader={"grade": false, "grade_id": "ex_a3c_learner", "locked": false, "schema_version": 3, "solution": true, "task": false}
 class SharedLearner:

@@ -32,7 +32,7 @@ ONE_THREAD_PUSHES = 2
 #: schedules (at most; the bounded search's then this many samples).
 LEARNER_SCHEDULES = 300
 LEARNER_SAMPLES = 20
-#: Then one actor pushing this many gradients (one more than a stress trial) while the
+#: Then two actors pushing this many gradients (one more than a stress trial) while the
 #: learner's first apply waits for them: one schedule.
 LEARNER_BACKLOG_PUSHES = LEARNER_THREADS * LEARNER_PUSHES + 1
 #: Exercise 3: the budget, the actors, and the explored schedules (at most; the bounded

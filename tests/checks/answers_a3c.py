@@ -471,9 +471,53 @@ class DeadlinePutLearner(BoundedInboxLearner):
                 continue
 
 
-for _learner in (DropWhenFullLearner, DeadlineDropLearner, DeadlinePutLearner):
+class PollingLockLearner(RLockLearner):
+    """Correct: tries the lock without blocking and sleeps 10 ms between tries, for as long as
+    it takes."""
+
+    def push(self, grads: Any) -> None:
+        while not self.lock.acquire(blocking=False):
+            time.sleep(0.01)
+        try:
+            self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables, strict=True))
+        finally:
+            self.lock.release()
+
+
+class DeadlineLockLearner(RLockLearner):
+    """Tries the lock without blocking, sleeping 10 ms between tries, "for at most five
+    seconds", then drops the gradient (session 19's a1: a learner busy for longer loses it)."""
+
+    def push(self, grads: Any) -> None:
+        deadline = time.monotonic() + 5.0
+        while not self.lock.acquire(blocking=False):
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.01)
+        try:
+            self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables, strict=True))
+        finally:
+            self.lock.release()
+
+
+class TimedLockLearner(RLockLearner):
+    """Waits two seconds for the lock, then drops the gradient."""
+
+    def push(self, grads: Any) -> None:
+        if not self.lock.acquire(timeout=2.0):
+            return
+        try:
+            self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables, strict=True))
+        finally:
+            self.lock.release()
+
+
+_GIVE_UP_LEARNERS = [DropWhenFullLearner, DeadlineDropLearner, DeadlinePutLearner,
+                     DeadlineLockLearner, TimedLockLearner]
+for _learner in _GIVE_UP_LEARNERS:
     _learner.decided_by_construction = True  # the backlog's one schedule
-WRONG_LEARNERS += [DropWhenFullLearner, DeadlineDropLearner, DeadlinePutLearner]
+WRONG_LEARNERS += _GIVE_UP_LEARNERS
+CORRECT_LEARNERS.append(PollingLockLearner)
 CORRECT_LEARNERS += [BoundedInboxLearner, RetryWhenFullLearner]
 
 # --------------------------------------------------------------------------- StepBudget

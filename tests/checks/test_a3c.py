@@ -244,6 +244,6 @@ def test_a_push_that_drops_its_gradient_on_a_full_queue_fails_in_the_backlogs_on
 
 def test_the_lesson_states_the_backlogs_push_count() -> None:
     text = " ".join(Path("solutions/09_a3c.py").read_text().replace("#", " ").split())
-    assert f"one actor pushes {a3c.LEARNER_BACKLOG_PUSHES} gradients" in text
+    assert f"two actors push {a3c.LEARNER_BACKLOG_PUSHES} gradients" in text
     held_s = LEARNER_BACKLOG_YIELDS * LEARNER_BACKLOG_YIELD_S
     assert f"the clock runs {held_s:g} seconds meanwhile" in text

@@ -12,9 +12,9 @@ Real threads (``stress``): :data:`LEARNER_THREADS` actors released together push
 no thread the answer started may outlive it. Controlled scheduler (``explore``,
 :func:`run_learner_explore`, run first): two actors push one gradient each and one closes,
 for races in the answer's own Python (a lock or a learner thread made on the first push).
-Then a backlog (:func:`run_learner_backlog`): one actor pushes while the learner is busy, so
-that a bounded queue fills and a push that gives up waiting for room shows the gradient it
-dropped.
+Then a backlog (:func:`run_learner_backlog`): two actors push while the learner is busy, so
+that a bounded queue fills (or the lock stays held) and a push that gives up waiting for room
+(or for the lock) shows the gradient it dropped.
 """
 
 from __future__ import annotations
@@ -156,8 +156,8 @@ def _lost_iterations_message(iterations: int, pushes: int, *, backlog: bool = Fa
         return seen + ": apply each gradient with optimizer.apply_gradients, which counts it"
     if iterations < pushes and backlog:
         return (f"{seen}: {pushes - iterations} gradients were never applied, with the learner "
-                "busy while one actor pushed them (a push that gave up waiting for room on a "
-                "full queue and dropped its gradient?)")
+                "busy while the actors pushed them (a push that gave up waiting for room on a "
+                "full queue, or for the lock, and dropped its gradient?)")
     if iterations < pushes:
         return (f"{seen}: {pushes - iterations} increments were lost (Keras counts with "
                 "iterations.assign_add(1), a read and a separate write on a keras.Variable: "
@@ -390,13 +390,15 @@ def _held_first(original: Callable[..., Any], trial: LearnerTrial) -> Callable[.
 
 def run_learner_backlog(learner_class: Callable[[Any, Any], Any], *, seed: int = SEED,
                         observed: list | None = None) -> Result:
-    """One actor pushes :data:`LEARNER_BACKLOG_PUSHES` gradients while the learner is busy,
-    then closes: one schedule of ``explore`` (its default, round-robin order).
+    """Two actors push :data:`LEARNER_BACKLOG_PUSHES` gradients between them (all but one,
+    and one) while the learner is busy; the first closes once both are done: one schedule of
+    ``explore`` (its default, round-robin order).
 
     The first ``apply_gradients`` waits until every push returned (or it yielded the core
     :data:`LEARNER_BACKLOG_YIELDS` times: a push blocked on a full queue returns only once it
     applies), as a learner slowed by a loaded machine does. A queue bound that one stress trial
-    could fill is then full; a push that waits for room with a timeout gives up (its timeout
+    could fill is then full, and a lock around the apply is held for all that time; a push that
+    waits for room or for the lock with a timeout gives up (its timeout
     runs out, as the scheduler lets a timed wait do while another thread could still make room:
     every one it makes while the learner is held; the answer's clocks run 10 s meanwhile, so a
     loop that retries "for at most two seconds" runs out too) and must not lose its gradient:
@@ -411,30 +413,47 @@ def run_learner_backlog(learner_class: Callable[[Any, Any], Any], *, seed: int =
         start = grid_weights(pool.model, plan)
         gradients = grid_gradients(pool.model, plan + 1, LEARNER_BACKLOG_PUSHES)
         model, optimizer = pool.fresh(start)
-        trial = LearnerTrial(None, model, optimizer, start, [gradients], calls=pool.calls)
+        trial = LearnerTrial(None, model, optimizer, start, [gradients[:-1], gradients[-1:]],
+                             calls=pool.calls)
+        trial.ready = (threading.Event(), threading.Event())
         trial.before = set(threading.enumerate())
         optimizer.apply_gradients = pool.noted(
             _held_first(type(optimizer).apply_gradients.__get__(optimizer), trial))
         return trial
 
-    def actor(trial: LearnerTrial) -> None:
-        trial.learner = learner_class(trial.model, trial.optimizer)
+    def first(trial: LearnerTrial) -> None:
+        made, pushed = trial.ready
+        try:
+            trial.learner = learner_class(trial.model, trial.optimizer)
+        finally:
+            made.set()
         push = trial.learner.push
         for grads in trial.gradients[0]:
             push(grads)
             trial.pushed += 1
+        pushed.wait()
         trial.learner.close()
         trial.left_at_close = _running_now(trial.before)
+
+    def second(trial: LearnerTrial) -> None:
+        made, pushed = trial.ready
+        made.wait()
+        try:
+            if trial.learner is not None:
+                trial.learner.push(trial.gradients[1][0])
+                trial.pushed += 1
+        finally:
+            pushed.set()
 
     optimizer = pool.optimizer
     pool.clock[0] = itertools.count().__next__
     try:
         with cut_timeouts(learner_class):
-            return explore(setup, [actor],
+            return explore(setup, [first, second],
                            functools.partial(_check, observed=observed, closed=True,
                                              backlog=True),
                            seed=seed, max_schedules=1, timeout_s=TIMEOUT_S,
-                           glue=(actor, _running_now, alive_since, *CUT_GLUE),
+                           glue=(first, second, _running_now, alive_since, *CUT_GLUE),
                            give_ups=LEARNER_BACKLOG_GIVE_UPS)
     finally:
         vars(optimizer).pop("apply_gradients", None)

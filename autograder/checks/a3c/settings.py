@@ -30,16 +30,17 @@ LEARNER_TRIALS = 4
 LEARNER_SCHEDULES = 300
 LEARNER_SAMPLES = 20
 LEARNER_DEVIATIONS = 2
-#: Then a backlog, one schedule: one actor pushes one gradient more than a stress trial while
-#: the learner's first apply waits (at most this many yields) for the pushes to return: a
-#: queue bound any trial could fill is full, and a push's timed wait for room runs out.
+#: Then a backlog, one schedule: two actors push one gradient more than a stress trial between
+#: them while the learner's first apply waits (at most this many yields) for the pushes to
+#: return: a queue bound any trial could fill is full, the lock around an apply stays held, and
+#: a push's timed wait for room or for the lock runs out.
 LEARNER_BACKLOG_PUSHES = LEARNER_THREADS * LEARNER_PUSHES + 1
 LEARNER_BACKLOG_YIELDS = 200
 #: The time each of those yields lets pass on the answer's clocks (``cut_timeouts``): the held
 #: first apply takes 10 s by them, longer than any deadline a push plausibly waits for room.
 LEARNER_BACKLOG_YIELD_S = 0.05
 #: How many of its timed waits a thread may be made to give up in the backlog: every one the
-#: actor makes while the learner is held runs out, as in a 10-second stall it would.
+#: actors make while the learner is held runs out, as in a 10-second stall it would.
 LEARNER_BACKLOG_GIVE_UPS = 10 * LEARNER_BACKLOG_YIELDS
 #: How long close() may take, and how long a thread the answer started may outlive it.
 CLOSE_TIMEOUT_S = 20.0
