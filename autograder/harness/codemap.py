@@ -18,6 +18,7 @@ stack commute with everything other threads do.
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures._base
 import concurrent.futures.thread
 import contextlib
@@ -105,6 +106,15 @@ def _library_prefixes() -> tuple[str, ...]:
 _LIBRARY_PREFIXES = _library_prefixes()
 
 
+#: Library functions written in Python that change the caller's object with a read, then a
+#: separate write, which real threads interleave: a ``Counter``'s ``update`` or ``subtract``
+#: with a mapping reads a count, adds and stores it, one key at a time (and ``update`` on an
+#: empty Counter overwrites with ``dict.update``). Their instructions are decision points, as
+#: the user's own are: an answer that counts with them outside a lock loses counts here too.
+_INTERLEAVED_LIBRARY = frozenset(id(function.__code__) for function in (
+    collections.Counter.update, collections.Counter.subtract))
+
+
 def library_prefixes() -> tuple[str, ...]:
     """The folders whose code is LIBRARY (see :func:`kind_of_file`), each ending in a separator.
 
@@ -170,7 +180,7 @@ class CodeInfo(NamedTuple):
 
 def _code_info(code: types.CodeType) -> CodeInfo:
     """Work out a code object's :class:`CodeInfo`."""
-    kind = kind_of_file(code.co_filename)
+    kind = USER if id(code) in _INTERLEAVED_LIBRARY else kind_of_file(code.co_filename)
     if kind == LIBRARY:
         return CodeInfo(kind, (), frozenset())
     ops: list[tuple | None] = [None] * (len(code.co_code) // 2)

@@ -319,11 +319,14 @@ class UnlockedCountService(ConditionBatchService):
                 raise RuntimeError("the service is closed")
             self._pending.append(request)
             self._cond.notify()
-        self._requests += 1  # accepted
+        self._accepted()
         request.done.wait()
         if request.error is not None:
             raise request.error
         return request.result
+
+    def _accepted(self):
+        self._requests += 1
 
     def _count(self, batch, good):
         with self._cond:  # the requests were counted, unlocked, as they came
@@ -331,7 +334,24 @@ class UnlockedCountService(ConditionBatchService):
             self._errors += len(batch) - len(good)
 
 
+class CounterUpdateService(UnlockedCountService):
+    """Wrong (session 19's c1b): counts its requests with ``Counter.update({"requests": 1})``
+    outside any lock, "one call, so atomic"; it is a loop in the library's Python (read the
+    count, add, store), and two clients at once can lose one."""
+
+    def __init__(self, model, example):
+        self._tally = collections.Counter()  # before the batcher starts
+        super().__init__(model, example)
+
+    def _accepted(self):
+        self._tally.update({"requests": 1})
+
+    def stats(self):
+        return {**super().stats(), "requests": self._tally["requests"]}
+
+
 UnlockedCountService.decided_by_construction = True
+CounterUpdateService.decided_by_construction = True
 
 
 # --------------------------------------------------------------------------- wrong: throughput
@@ -876,7 +896,8 @@ WRONG_ACCOUNTING = [DropsPartialBatchService, WindowDropsPartialService, LeakyCl
                     GraderNamedLeakService, DeadLookingLeakService, CloseWithoutJoinService,
                     CloseSleepsInsteadOfJoinService, UnlockedSliceService,
                     CheckThenAppendService, ReshapingService, BatchesEveryTakeService,
-                    CountsAfterWakingService, UnlockedCountService, TimedJoinService]
+                    CountsAfterWakingService, UnlockedCountService, CounterUpdateService,
+                    TimedJoinService]
 WRONG_THROUGHPUT = [LockPerCallService, PerThreadCopyService, ComputeWhenReadService,
                     SkipsTheSlowLayerService, SlowsTheOtherServicesService, ZerosWhenTimedService]
 CORRECT = [ConditionBatchService, QueueCommandService, FutureBatchService, PollingBatchService,

@@ -1,5 +1,6 @@
 """Every threading primitive, wherever it was made, blocks and wakes without false verdicts."""
 
+import collections
 import os
 import queue
 import threading
@@ -398,3 +399,27 @@ def _held_while_retried(give_ups: int) -> list[int]:
 def test_a_timed_wait_gives_up_once_per_run_unless_the_run_allows_more():
     assert _held_while_retried(1)[0] <= 1
     assert _held_while_retried(100)[0] >= 5
+
+
+def _counted_with_update(locked: bool):
+    """Two threads count with a shared ``Counter``'s ``update`` (with a lock or without)."""
+    def setup():
+        return SimpleNamespace(counts=collections.Counter({"seen": 0}), lock=threading.Lock())
+
+    def count(state):
+        if locked:
+            with state.lock:
+                state.counts.update({"seen": 1})
+        else:
+            state.counts.update({"seen": 1})
+
+    def check(state):
+        assert state.counts["seen"] == 2, f"expected 2 counts, saw {state.counts['seen']}"
+
+    return explore(setup, [count, count], check, max_schedules=SCHEDULES)
+
+
+def test_a_counters_update_is_a_read_then_a_write_that_threads_interleave():
+    racy = _counted_with_update(locked=False)
+    assert racy.verdict == "race" and "expected 2 counts, saw 1" in racy.message
+    assert _counted_with_update(locked=True).ok
