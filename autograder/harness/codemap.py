@@ -107,12 +107,13 @@ _LIBRARY_PREFIXES = _library_prefixes()
 
 
 #: Library functions written in Python that change the caller's object with a read, then a
-#: separate write, which real threads interleave: a ``Counter``'s ``update`` or ``subtract``
-#: with a mapping reads a count, adds and stores it, one key at a time (and ``update`` on an
+#: separate write, which real threads interleave: a ``Counter``'s ``update``, ``subtract``,
+#: ``+=`` and ``-=`` read a count, add and store it, one key at a time (and ``update`` on an
 #: empty Counter overwrites with ``dict.update``). Their instructions are decision points, as
 #: the user's own are: an answer that counts with them outside a lock loses counts here too.
 _INTERLEAVED_LIBRARY = frozenset(id(function.__code__) for function in (
-    collections.Counter.update, collections.Counter.subtract))
+    collections.Counter.update, collections.Counter.subtract, collections.Counter.__iadd__,
+    collections.Counter.__isub__))
 
 
 def library_prefixes() -> tuple[str, ...]:

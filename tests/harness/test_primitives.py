@@ -401,17 +401,25 @@ def test_a_timed_wait_gives_up_once_per_run_unless_the_run_allows_more():
     assert _held_while_retried(100)[0] >= 5
 
 
-def _counted_with_update(locked: bool):
-    """Two threads count with a shared ``Counter``'s ``update`` (with a lock or without)."""
+def _add_one_with_update(counts: collections.Counter) -> None:
+    counts.update({"seen": 1})
+
+
+def _add_one_in_place(counts: collections.Counter) -> None:
+    counts += collections.Counter(seen=1)
+
+
+def _counted_with(add_one, locked: bool):
+    """Two threads count with a shared ``Counter`` (with a lock or without)."""
     def setup():
         return SimpleNamespace(counts=collections.Counter({"seen": 0}), lock=threading.Lock())
 
     def count(state):
         if locked:
             with state.lock:
-                state.counts.update({"seen": 1})
+                add_one(state.counts)
         else:
-            state.counts.update({"seen": 1})
+            add_one(state.counts)
 
     def check(state):
         assert state.counts["seen"] == 2, f"expected 2 counts, saw {state.counts['seen']}"
@@ -419,7 +427,8 @@ def _counted_with_update(locked: bool):
     return explore(setup, [count, count], check, max_schedules=SCHEDULES)
 
 
-def test_a_counters_update_is_a_read_then_a_write_that_threads_interleave():
-    racy = _counted_with_update(locked=False)
+@pytest.mark.parametrize("add_one", [_add_one_with_update, _add_one_in_place])
+def test_a_counters_update_is_a_read_then_a_write_that_threads_interleave(add_one):
+    racy = _counted_with(add_one, locked=False)
     assert racy.verdict == "race" and "expected 2 counts, saw 1" in racy.message
-    assert _counted_with_update(locked=True).ok
+    assert _counted_with(add_one, locked=True).ok
