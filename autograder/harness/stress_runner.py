@@ -20,8 +20,8 @@ from . import report, tamper
 from .result import Result, issue
 from .timeline import Mark, Segment, Timeline
 
-# How many times more than the trials asked for a trial whose threads ran one after another
-# (it tested nothing) is run again before the result is inconclusive.
+# How many reruns of trials whose threads ran one after another (they tested nothing) a run
+# may make, per trial asked and one more, before the result is inconclusive.
 RERUNS_PER_TRIAL = 2
 _SWITCH_INTERVAL = 1e-6
 _STALL_SAMPLE_S = 0.2
@@ -69,8 +69,8 @@ def stress(
     blocked at the deadline are ``"deadlock"`` (with their stacks), still running is
     ``"timeout"``. A trial whose threads never ran at the same time tested nothing (workers
     too small, or a loaded machine that woke one thread after another had finished): it is not
-    counted, its state is not checked, and it is run again with fresh state, up to
-    ``RERUNS_PER_TRIAL * trials + 1`` times in all; past that the result is ``"timeout"``
+    counted, its state is not checked, and it is run again with fresh state, at most
+    ``RERUNS_PER_TRIAL * (trials + 1)`` times in all; past that the result is ``"timeout"``
     (inconclusive), never a pass. A trial that found something is never run again. Seeding
     TensorFlow or numpy is the caller's job.
 
@@ -106,13 +106,15 @@ def stress(
     number = 1
     tamper.setswitchinterval(_SWITCH_INTERVAL)
     try:
+        order, drawn_for = [], 0
         while number <= trials:
-            order = rng.sample(range(len(workers)), len(workers))
+            if drawn_for != number:  # a rerun keeps its trial's start order
+                order, drawn_for = rng.sample(range(len(workers)), len(workers)), number
             trial = _run_trial(number, order, setup, workers, check, deadline)
             late = tamper.monotonic() > deadline
             if trial.verdict == "alone":
                 alone += 1
-                if alone > RERUNS_PER_TRIAL * trials or late:
+                if alone > RERUNS_PER_TRIAL * (trials + 1) or late:
                     done.append(trial)
                     break
                 continue
