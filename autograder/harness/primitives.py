@@ -21,6 +21,7 @@ import _thread
 import collections
 import concurrent.futures
 import contextlib
+import functools
 import os
 import queue
 import re
@@ -396,7 +397,13 @@ def _timed_call_wait(function: object, positional: list, keywords: dict, count: 
                      kwnames: tuple, finished_thread: Callable[[object], bool | None]
                      ) -> Wait | None:
     """The Wait of a call in user code to one of :data:`_TIMED_CALLS` with a timeout, at the
-    call: None unless it has a timeout and would block now."""
+    call: None unless it has a timeout and would block now. A ``functools.partial`` of one
+    (``partial(q.put, timeout=1.0)``) is the same call with the partial's arguments first."""
+    bound = None
+    if type(function) is functools.partial:
+        bound = function
+        function = bound.func
+        positional, keywords = [*bound.args, *positional], {**bound.keywords, **keywords}
     target, owner = function, None
     if type(function) is types.MethodType:
         target, owner = function.__func__, function.__self__
@@ -423,8 +430,27 @@ def _timed_call_wait(function: object, positional: list, keywords: dict, count: 
     ready = call.ready(owner, finished_thread)
     if ready is None or ready():
         return None
-    return Wait(ready, f"{call.what} (timeout {timeout:g} s)", timed=True,
-                give_up=_timeout_slot(count, kwnames, len(after_owner), call.timeout_index))
+    if bound is None or "timeout" in kwnames:
+        give_up = _timeout_slot(count, kwnames, len(after_owner) - len(bound.args if bound else ()),
+                                call.timeout_index)
+    elif "timeout" in bound.keywords:
+        give_up = _partial_timeout_slot(bound, count)
+    else:
+        give_up = None  # a timeout among the partial's positional arguments
+    return Wait(ready, f"{call.what} (timeout {timeout:g} s)", timed=True, give_up=give_up)
+
+
+def _partial_timeout_slot(bound: functools.partial,
+                          count: int) -> Callable[[types.FrameType], bool]:
+    """How to make a paused call of ``bound`` (a partial with a ``timeout`` keyword) give up:
+    call, in its place, the same partial with ``timeout=0``."""
+    at_once = functools.partial(bound.func, *bound.args, **{**bound.keywords, "timeout": 0})
+
+    def give_up(frame: types.FrameType) -> bool:
+        below_top = count if frames.peek(frame, count) is bound else count + 1
+        return frames.peek(frame, below_top) is bound and frames.poke(frame, below_top, at_once)
+
+    return give_up
 
 
 def _timeout_slot(count: int, kwnames: tuple, positional: int,

@@ -1,6 +1,7 @@
 """Every threading primitive, wherever it was made, blocks and wakes without false verdicts."""
 
 import collections
+import functools
 import os
 import queue
 import threading
@@ -432,3 +433,30 @@ def test_a_counters_update_is_a_read_then_a_write_that_threads_interleave(add_on
     racy = _counted_with(add_one, locked=False)
     assert racy.verdict == "race" and "expected 2 counts, saw 1" in racy.message
     assert _counted_with(add_one, locked=True).ok
+
+
+@pytest.mark.parametrize("where", ["partial", "call"])
+def test_a_timed_put_through_a_partial_can_give_up_like_a_direct_one(where):
+    def setup():
+        full = queue.Queue(maxsize=1)
+        full.put(1)
+        return SimpleNamespace(queue=full, dropped=False)
+
+    def put(state):
+        timed = (functools.partial(state.queue.put, timeout=5) if where == "partial"
+                 else functools.partial(state.queue.put))
+        try:
+            timed(2) if where == "partial" else timed(2, timeout=5)
+        except queue.Full:
+            state.dropped = True
+
+    def take(state):
+        time.sleep(0)
+        state.queue.get()
+
+    def check(state):
+        assert not state.dropped, "the put gave up and dropped its item"
+
+    result = explore(setup, [put, take], check, max_schedules=SCHEDULES)
+    assert result.verdict == "race", result.message
+    assert "dropped its item" in result.message
