@@ -435,8 +435,8 @@ def _timed_call_wait(function: object, positional: list, keywords: dict, count: 
                                 call.timeout_index)
     elif "timeout" in bound.keywords:
         give_up = _partial_timeout_slot(bound, count)
-    else:
-        give_up = None  # a timeout among the partial's positional arguments
+    else:  # a timeout among the partial's positional arguments: it gives up inside instead
+        return None
     return Wait(ready, f"{call.what} (timeout {timeout:g} s)", timed=True, give_up=give_up)
 
 
