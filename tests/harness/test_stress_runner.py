@@ -185,7 +185,7 @@ def test_switch_interval_is_tiny_while_workers_run():
         _busy(state)
 
     stress(_counter_state, [record, record], lambda s: True, trials=1)
-    assert seen == [1e-6, 1e-6]
+    assert seen and set(seen) == {1e-6}  # one trial, or more if its threads ran one by one
 
 
 def test_the_start_order_follows_the_seed():

@@ -63,7 +63,7 @@ def _trial_seen(trial: Trial) -> dict:
 
 
 def _report_trials(result: Result, seen: list[Trial], **more: Any) -> None:
-    report({"trials": [_trial_seen(trial) for trial in seen],
+    report({"trials": [_trial_seen(trial) for trial in seen if trial.checked],
             "schedules_run": result.schedules_run, **more})
 
 

@@ -197,7 +197,7 @@ def _race_trial(make_model: Callable[[int], Any], call: Callable[[Any, np.ndarra
 
     result = stress(setup, [worker_for(k) for k in range(threads)], lambda trial: None,
                     trials=1, seed=trial_seed, timeout_s=_TIMEOUT_S)
-    trial = holder[0]
+    trial = holder[-1]  # the trial the result is about (earlier ones ran their threads apart)
     outcome = TrialOutcome(list(trial.errors), len(trial.model.weights),
                            trial.traces.count if trial.traces is not None else 0,
                            trial.span_ms, trial.warm_ms, result)

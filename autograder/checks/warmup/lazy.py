@@ -130,6 +130,7 @@ def run_lazy_model(
         return worker
 
     def check(trial: Trial) -> None:
+        trial.checked = True
         problems = []
         if trial.factory_calls_in_init:
             problems.append("LazyModel called the factory when it was created")

@@ -94,6 +94,7 @@ def run_shared_predictor(
         return worker
 
     def check(trial: Trial) -> None:
+        trial.checked = True
         problems = _weights_and_outputs(trial, trial.model, "the predictor")
         traces = trial.traces
         if traces is not None and (not traces.intact or trial.model.__dict__.get(

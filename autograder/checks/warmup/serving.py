@@ -100,6 +100,7 @@ def _serve_after_warm_up(warm_up: Callable[[Any, np.ndarray], Any], exercise: st
         return worker
 
     def check(trial: Trial) -> None:
+        trial.checked = True
         problems = _weights_and_outputs(trial, trial.model, served)
         if trial.warm_threads:
             problems.append(

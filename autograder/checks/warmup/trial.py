@@ -56,6 +56,8 @@ class Trial:
             exercise).
         subject: The student's object under test (predictor, lazy model).
         t0: Time origin of :attr:`calls`.
+        checked: Set when the trial was checked: ``stress`` counted it (its threads ran at
+            the same time); one whose threads ran one after another was run again instead.
     """
 
     model: Any
@@ -73,6 +75,7 @@ class Trial:
     build_started: threading.Event = field(default_factory=threading.Event)
     subject: Any = None
     t0: float = field(default_factory=time.perf_counter)
+    checked: bool = False
 
     def __post_init__(self) -> None:
         self.outputs = [None] * len(self.inputs)
