@@ -365,6 +365,9 @@ class RLockLearner:
 
     def push(self, grads: Any) -> None:
         self.lock.acquire()
+        self._apply_and_release(grads)
+
+    def _apply_and_release(self, grads: Any) -> None:
         try:
             self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables, strict=True))
         finally:
@@ -494,10 +497,7 @@ class PollingLockLearner(RLockLearner):
     def push(self, grads: Any) -> None:
         while not self.lock.acquire(blocking=False):
             time.sleep(0.01)
-        try:
-            self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables, strict=True))
-        finally:
-            self.lock.release()
+        self._apply_and_release(grads)
 
 
 class DeadlineLockLearner(RLockLearner):
@@ -510,10 +510,7 @@ class DeadlineLockLearner(RLockLearner):
             if time.monotonic() > deadline:
                 return
             time.sleep(0.01)
-        try:
-            self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables, strict=True))
-        finally:
-            self.lock.release()
+        self._apply_and_release(grads)
 
 
 class TimedLockLearner(RLockLearner):
@@ -522,10 +519,7 @@ class TimedLockLearner(RLockLearner):
     def push(self, grads: Any) -> None:
         if not self.lock.acquire(timeout=2.0):
             return
-        try:
-            self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables, strict=True))
-        finally:
-            self.lock.release()
+        self._apply_and_release(grads)
 
 
 _GIVE_UP_LEARNERS = [DropWhenFullLearner, DeadlineDropLearner, DeadlinePutLearner,

@@ -301,6 +301,40 @@ def run_learner(learner_class: Callable[[Any, Any], Any], *, trials: int = LEARN
                   timeout_s=TIMEOUT_S)
 
 
+def _two_actors(learner_class: Callable[[Any, Any], Any]
+                ) -> tuple[Callable[[LearnerTrial], None], Callable[[LearnerTrial], None]]:
+    """The explored actors: the first makes the ``SharedLearner`` (so a thread it starts is
+    scheduled too) and pushes ``trial.gradients[0]``; the second pushes its one gradient once
+    the learner is made; the first calls ``close()`` once both are done. ``trial.pushed``
+    counts the pushes that returned."""
+
+    def first(trial: LearnerTrial) -> None:
+        made, pushed = trial.ready
+        try:
+            trial.learner = learner_class(trial.model, trial.optimizer)
+        finally:
+            made.set()
+        push = trial.learner.push
+        for grads in trial.gradients[0]:
+            push(grads)
+            trial.pushed += 1
+        pushed.wait()
+        trial.learner.close()
+        trial.left_at_close = _running_now(trial.before)
+
+    def second(trial: LearnerTrial) -> None:
+        made, pushed = trial.ready
+        made.wait()
+        try:
+            if trial.learner is not None:
+                trial.learner.push(trial.gradients[1][0])
+                trial.pushed += 1
+        finally:
+            pushed.set()
+
+    return first, second
+
+
 def run_learner_explore(learner_class: Callable[[Any, Any], Any], *, seed: int = SEED,
                         schedules: int = LEARNER_SCHEDULES,
                         observed: list | None = None) -> Result:
@@ -332,26 +366,7 @@ def run_learner_explore(learner_class: Callable[[Any, Any], Any], *, seed: int =
         trial.before = set(threading.enumerate())
         return trial
 
-    def first(trial: LearnerTrial) -> None:
-        made, pushed = trial.ready
-        try:
-            trial.learner = learner_class(trial.model, trial.optimizer)
-        finally:
-            made.set()
-        trial.learner.push(trial.gradients[0][0])
-        pushed.wait()
-        trial.learner.close()
-        trial.left_at_close = _running_now(trial.before)
-
-    def second(trial: LearnerTrial) -> None:
-        made, pushed = trial.ready
-        made.wait()
-        try:
-            if trial.learner is not None:
-                trial.learner.push(trial.gradients[1][0])
-        finally:
-            pushed.set()
-
+    first, second = _two_actors(learner_class)
     optimizer = pool.optimizer
     pool.clock[0] = itertools.count().__next__
     optimizer.apply_gradients = pool.noted(type(optimizer).apply_gradients.__get__(optimizer))
@@ -421,30 +436,7 @@ def run_learner_backlog(learner_class: Callable[[Any, Any], Any], *, seed: int =
             _held_first(type(optimizer).apply_gradients.__get__(optimizer), trial))
         return trial
 
-    def first(trial: LearnerTrial) -> None:
-        made, pushed = trial.ready
-        try:
-            trial.learner = learner_class(trial.model, trial.optimizer)
-        finally:
-            made.set()
-        push = trial.learner.push
-        for grads in trial.gradients[0]:
-            push(grads)
-            trial.pushed += 1
-        pushed.wait()
-        trial.learner.close()
-        trial.left_at_close = _running_now(trial.before)
-
-    def second(trial: LearnerTrial) -> None:
-        made, pushed = trial.ready
-        made.wait()
-        try:
-            if trial.learner is not None:
-                trial.learner.push(trial.gradients[1][0])
-                trial.pushed += 1
-        finally:
-            pushed.set()
-
+    first, second = _two_actors(learner_class)
     optimizer = pool.optimizer
     pool.clock[0] = itertools.count().__next__
     try:
