@@ -38,20 +38,20 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from autograder.checks.cache import GRADER_DIR
-from autograder.harness import codemap
+from autograder.harness import codemap, tamper
 
 #: What every timeout of the answer's own waits is cut to while it is explored.
 _CUT_S = 0.001
 
 
-#: How far the answer's clocks run ahead of the real ones (seconds), for the whole process:
-#: they never go back while an answer reads them.
-_AHEAD = [0.0]
+#: How far the answer's clocks run ahead of the real ones (seconds), for the whole process,
+#: and moving it ahead: graded code may neither set it nor wind it back.
+_ahead, _move_ahead = tamper.growing_total("the answer's clock")
 
 
 def pass_time(seconds: float) -> None:
-    """Move the clocks the answer reads while its timeouts are cut ``seconds`` ahead."""
-    _AHEAD[0] += seconds
+    """Move the clocks the answer reads while its timeouts are cut ``seconds`` (> 0) ahead."""
+    _move_ahead(seconds)
 
 
 def _skipped(timeout: object) -> None:
@@ -73,27 +73,27 @@ def _cut_sleep(seconds: float) -> None:
 
 
 def _monotonic() -> float:
-    return time.monotonic() + _AHEAD[0]
+    return time.monotonic() + _ahead()
 
 
 def _time() -> float:
-    return time.time() + _AHEAD[0]
+    return time.time() + _ahead()
 
 
 def _perf_counter() -> float:
-    return time.perf_counter() + _AHEAD[0]
+    return time.perf_counter() + _ahead()
 
 
 def _monotonic_ns() -> int:
-    return time.monotonic_ns() + int(_AHEAD[0] * 1e9)
+    return time.monotonic_ns() + int(_ahead() * 1e9)
 
 
 def _time_ns() -> int:
-    return time.time_ns() + int(_AHEAD[0] * 1e9)
+    return time.time_ns() + int(_ahead() * 1e9)
 
 
 def _perf_counter_ns() -> int:
-    return time.perf_counter_ns() + int(_AHEAD[0] * 1e9)
+    return time.perf_counter_ns() + int(_ahead() * 1e9)
 
 
 _CLOCKS = [(time.monotonic, _monotonic), (time.time, _time), (time.perf_counter, _perf_counter),

@@ -15,6 +15,7 @@ import concurrent.futures
 import dis
 import gc
 import inspect
+import math
 import os
 import queue
 import sys
@@ -486,6 +487,30 @@ def _frames_for_the_harness() -> Callable[[], dict[int, types.FrameType]]:
                 enable()
 
     return opaque(current_frames)
+
+
+def growing_total(what: str) -> tuple[Callable[[], float], Callable[[float], None]]:
+    """A total of seconds that only grows, behind two :func:`opaque` hooks: ``read()`` and
+    ``add(seconds)``.
+
+    Graded code may read it and add to it (a check's answer that sleeps moves its own clock),
+    but never set it or wind it back: the total lives in the hooks' closure, not in a module
+    global, and ``add`` takes only a positive finite number of seconds. Any other amount is
+    recorded (:func:`record_attempt`, naming ``what``) and refused with ValueError.
+    """
+    total = [0.0]
+    record, finite, number = record_attempt, math.isfinite, (int, float)
+
+    def read() -> float:
+        return total[0]
+
+    def add(seconds: float) -> None:
+        if type(seconds) not in number or not (seconds > 0 and finite(seconds)):
+            record(f"moving {what} by {seconds!r}")
+            raise ValueError(f"{what} only moves ahead, by a positive number of seconds")
+        total[0] += seconds
+
+    return opaque(read), opaque(add)
 
 
 def refused_attempts() -> list[str]:

@@ -48,13 +48,12 @@ _ADDED_BY_LIBRARIES = frozenset({"__slotnames__"})
 #: read by ``inspect.signature`` and Keras): not a change a notebook made while still empty.
 _CREATED_ON_READ = frozenset({"__annotations__"})
 #: Grader module globals that fill as checks run (the harness's records of running threads
-#: and refused attempts; how far the answer's clocks run ahead while its timeouts are cut):
+#: and refused attempts):
 #: their contents may change, so only their identity is remembered.
 #: Every other dict, list or set in a grader module must keep its contents; the checks keep
 #: their caches of reference outputs and models out of reach (``autograder.checks.cache``).
 _GRADER_CACHES = frozenset({
     "autograder.harness.scheduler._ACTIVE_THREADS", "autograder.harness.tamper._attempts",
-    "autograder.checks.timeouts._AHEAD",
 })
 
 

@@ -3,6 +3,8 @@
 import threading
 import time
 
+import pytest
+
 from autograder.checks.timeouts import cut_timeouts, pass_time
 
 
@@ -106,6 +108,31 @@ def test_the_answers_clock_moves_by_the_sleeps_it_skipped_and_the_time_the_grade
         pass_time(5)
         assert _Clocked.now() - moved >= 5
     assert time.monotonic is real
+
+
+def test_the_answers_clock_cannot_be_wound_back_from_the_answers_process():
+    """Lesson 09's backlog fails a push that gives up after a deadline because its clock runs
+    ahead: graded code that winds it back (a thread calling ``pass_time(-x)``) is refused and
+    recorded, and no module global holds the offset to set in place."""
+    from autograder.checks import timeouts
+    from autograder.harness import tamper
+
+    def containers() -> str:
+        return repr({name: value for name, value in vars(timeouts).items()
+                     if isinstance(value, (list, dict, set))})
+
+    before = containers()
+    try:
+        with cut_timeouts(_Clocked):
+            pass_time(60)
+            ahead = _Clocked.now()
+            with pytest.raises(ValueError):
+                pass_time(-1e6)
+            assert _Clocked.now() >= ahead
+        assert tamper._attempts == ["moving the answer's clock by -1000000.0"]
+    finally:
+        tamper._attempts.clear()
+    assert containers() == before, "the offset is kept in none of the module's containers"
 
 
 def test_a_timed_wait_that_ran_out_moves_the_answers_clock_by_its_timeout_not_otherwise():

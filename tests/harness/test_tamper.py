@@ -164,6 +164,19 @@ def test_a_private_memo_called_by_code_under_test_is_refused_and_recorded():
     assert tamper._attempts == ["reaching the references"]
 
 
+@pytest.mark.parametrize("amount", [-5.0, 0, float("nan"), float("-inf"), float("inf"),
+                                    True, "1", None])
+def test_a_growing_total_is_never_wound_back_and_an_attempt_is_recorded(amount):
+    read, add = tamper.growing_total("the answer's clock")
+    add(2.5)
+    add(1)
+    with pytest.raises(ValueError, match="only moves ahead"):
+        add(amount)
+    assert read() == 3.5
+    assert tamper._attempts == [f"moving the answer's clock by {amount!r}"]
+    assert read.__closure__ is None and add.__code__ is tamper.OPAQUE_CODE
+
+
 def test_an_adopted_guard_is_genuine_and_replacing_it_is_named(monkeypatch):
     module = types.ModuleType("fake_sys")
     module.hook = print

@@ -289,6 +289,11 @@ ATTACKS: dict[str, tuple[str, tuple[str, ...]]] = {
         "import threading\nfrom autograder.harness import tamper\n"
         "try:\n    threading.Lock = type('Lock', (), {})\nexcept Exception:\n    pass\n"
         "tamper.refused_attempts().clear()\nvars(tamper)['_attempts'].clear()", TAMPERED),
+    # Lesson 09's backlog runs the answer's clocks ahead while its learner is held, so a
+    # deadline loop gives up; winding them back would hide it. The offset only moves ahead.
+    "wind_the_answers_clock_back": (
+        "from autograder.checks import timeouts\n"
+        "try:\n    timeouts.pass_time(-3600.0)\nexcept ValueError:\n    pass\n", TAMPERED),
     "background_thread_rebinds_later": (
         "import threading, time\n"
         "def later():\n    time.sleep(0.5)\n"

@@ -12,7 +12,9 @@ dodge that test: the grader must notice the substitution, whatever else the pool
 
 from __future__ import annotations
 
+import queue
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -161,3 +163,37 @@ def test_an_answer_that_switches_off_the_global_seed_the_augment_check_sets_is_n
     named = problems()
     assert f"{tf.random.__name__}.set_seed was replaced" in named, named
     assert "tensorflow.python.eager.context.global_seed was replaced" in named, named
+
+
+def test_a_learner_that_winds_its_clock_back_still_loses_its_gradient_and_is_named():
+    """Lesson 09's backlog runs the answer's clocks ahead while the learner is held, so a push
+    that retries "for at most two seconds" gives up and drops its gradient. An answer that
+    keeps winding that clock back from its own threads (``timeouts.pass_time``, the name the
+    grader's own learner check calls) is refused, recorded and still fails."""
+    from autograder.checks import a3c, timeouts
+    from autograder.harness import tamper
+    from tests.checks.answers_a3c import DeadlineDropLearner
+
+    class ClockRewindingLearner(DeadlineDropLearner):
+        """Polls a full inbox "for at most two seconds", winding its clock back an hour at
+        every poll: were that allowed, the deadline would never come."""
+
+        def push(self, grads: Any) -> None:
+            deadline = time.monotonic() + 2.0
+            while time.monotonic() < deadline:
+                try:
+                    self.queue.put_nowait(grads)
+                    return
+                except queue.Full:
+                    time.sleep(0.005)
+                    try:
+                        timeouts.pass_time(-3600.0)
+                    except ValueError:
+                        pass
+
+    try:
+        result = a3c.run_learner_backlog(ClockRewindingLearner)
+        assert not result.ok, result.message
+        assert "moving the answer's clock by -3600.0" in tamper._attempts
+    finally:
+        tamper._attempts.clear()
