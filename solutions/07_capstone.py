@@ -507,8 +507,8 @@ capstone.check_accounting(InferenceService)
 # be sixteen). Then it serves sixteen clients, 4 requests each, alternately with your service
 # and with `capstone.GlobalLockService`, three rounds each. Your median requests per second
 # must be at least twice the lock's, and over the timed rounds your service must make at most
-# one model call for every two requests (the model counts its calls): a lock around each call
-# makes one call per request, however fast the machine happens to run it.
+# one model call for every three requests (the model counts its calls): a lock around each
+# call makes one call per request, however fast the machine happens to run it.
 #
 # The model it uses for the rates, `capstone.busy_model()`, is the served model plus a layer
 # that spends 2 ms of every call in a Python loop, whatever the batch size: a fixed per-call

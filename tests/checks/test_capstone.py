@@ -404,6 +404,28 @@ def test_an_explored_failure_says_who_did_what_and_how_a_request_is_lost(wrong_v
     assert "Deadlock" in message and "while worker 1 called close()" in message
 
 
+def test_a_service_that_reads_its_models_call_with_numpy_is_explored(wrong_verdicts):
+    """A Keras call answers a tensor, read with ``.numpy()``; the stub's call answered plain
+    NumPy, so such a service never worked on it and its bookkeeping went unexplored."""
+    message = _first_failure(wrong_verdicts, "check_accounting",
+                             answers.NumpyOfCallSliceService)
+    assert "InferenceService, accounting and close: Deadlock" in message, message
+
+
+def test_a_warm_up_left_to_the_batcher_thread_fails_the_update_sent_first(wrong_verdicts):
+    message = _first_failure(wrong_verdicts, "check_weight_updates",
+                             answers.BatcherWarmsService)
+    assert "update_weights(weights) on a new service, before any request" in message
+    assert "raised ValueError" in message and "service's own thread" in message
+
+
+@pytest.mark.parametrize("service", [answers.BatcherWarmsBeforeReturnService,
+                                     answers.ConditionBatchService])
+def test_a_warm_up_the_constructor_waits_for_passes_the_update_sent_first(service):
+    seen = capstone.run_update_first(service)
+    assert seen["outputs"] == seen["expected"]
+
+
 def test_an_update_before_any_request_on_a_model_never_warmed_fails_naming_it(wrong_verdicts):
     message = _first_failure(wrong_verdicts, "check_weight_updates",
                              answers.SetWeightsUnbuiltService)

@@ -32,7 +32,8 @@ ran out of the search's time). They are put back when the exploration ends.
 
 A service that uses what the stub does not model (Keras layers, a ``tf.function`` around the
 model...) or does not work once, on one thread, on it is not explored: the real-thread parts
-graded it.
+graded it. The stub's call answers rows that have ``.numpy()``, as a Keras call's tensor does,
+so ``model(x).numpy()`` is explored.
 """
 
 from __future__ import annotations
@@ -79,10 +80,21 @@ def stub_answer(request: int) -> list[float]:
     return [first, first + 0.5, -first, 2.0 * first]
 
 
+class CalledOutput(np.ndarray):
+    """What :meth:`StubModel.__call__` answers: NumPy rows that, like the tensor a Keras
+    model's call returns, also have ``.numpy()`` (a service that reads its model's call with
+    ``model(x).numpy()`` works on the stub, and is explored)."""
+
+    def numpy(self) -> np.ndarray:
+        """The rows as a plain ndarray (a copy)."""
+        return np.array(self, subok=False)
+
+
 class StubModel:
     """A model built from the start, in plain NumPy: ``predict_on_batch``, ``__call__`` and
-    ``predict`` answer ``x @ kernel + bias`` for a batch of rows; ``get_weights`` and
-    ``set_weights`` as Keras's.
+    ``predict`` answer ``x @ kernel + bias`` for a batch of rows (``__call__`` as a
+    :class:`CalledOutput`, which has ``.numpy()`` as Keras's tensor does); ``get_weights``
+    and ``set_weights`` as Keras's.
 
     With ``hold``, its first call that computes a request's row (not a warm-up) sets
     :attr:`entered`, then waits until :attr:`go` is set (by the grader's client, which then
@@ -105,9 +117,10 @@ class StubModel:
         """The answers for the batch ``x``, one row each."""
         return self._compute(x)
 
-    def __call__(self, x: Any, *args: Any, **kwargs: Any) -> np.ndarray:
-        """As :meth:`predict_on_batch` (``training`` and the like are ignored)."""
-        return self._compute(x)
+    def __call__(self, x: Any, *args: Any, **kwargs: Any) -> CalledOutput:
+        """As :meth:`predict_on_batch` (``training`` and the like are ignored), with
+        ``.numpy()``."""
+        return self._compute(x).view(CalledOutput)
 
     def predict(self, x: Any, *args: Any, **kwargs: Any) -> np.ndarray:
         """As :meth:`predict_on_batch` (``batch_size``, ``verbose`` are ignored)."""
@@ -313,7 +326,8 @@ _SCENARIOS: tuple[tuple[str, bool, tuple[Callable[[Any], None], ...], Callable[.
 )
 _GLUE = (_make, _ask, _close, _first_client, _second_client, _asking_client, _closing_client,
          stub_row, alive_since, *CUT_GLUE,
-         *(f for f in vars(StubModel).values() if isinstance(f, types.FunctionType)))
+         *(f for cls in (StubModel, CalledOutput) for f in vars(cls).values()
+           if isinstance(f, types.FunctionType)))
 """The check's own code, the stub model's and the stand-ins' (no decision points): the search
 spends its bound on the service's code."""
 

@@ -41,7 +41,7 @@ from autograder.checks.capstone.settings import (
     UPDATES,
 )
 from autograder.checks.kit import describe_error, describe_threads, waiting_for_another, within
-from autograder.harness import Result, stress
+from autograder.harness import Result, stress, tamper
 
 
 @dataclass
@@ -218,7 +218,8 @@ def run_weight_updates(service_class: Callable[..., Any], *, trials: int = UPDAT
 _UNBUILT_HINT = (
     "nothing in the contract says an update comes after the first request. A model that has "
     "never been called has no weights yet, so set_weights has nothing to set: warm the model "
-    "in __init__, before any other thread can reach it")
+    "in __init__, before any other thread can reach it (a warm-up left to the service's own "
+    "thread may not have run yet when the update comes)")
 
 
 def run_update_first(service_class: Callable[..., Any], *, seed: int = SEED) -> dict[str, Any]:
@@ -231,6 +232,14 @@ def run_update_first(service_class: Callable[..., Any], *, seed: int = SEED) -> 
     weights, and nothing may raise. A service that leaves building the model to its first
     request (no warm-up) has no weights to set then: Keras raises, every time. Each step is
     bounded by :data:`SMOKE_S`.
+
+    A warm-up left to a thread of the service's own (its batcher, warming as it starts) races
+    the update: on an idle machine it usually builds the model first. So the model's build on
+    any thread but the constructor's and the trainer's is held (:func:`_hold_other_builds`)
+    until the update returned, or the constructor or the trainer is seen waiting for another
+    thread (a constructor that waits for its warm-up, an update that waits for it), or
+    :data:`HANDOVER_S` passed: an update that does not wait for that warm-up meets a model
+    with no weights, every run.
 
     Returns:
         For the judge: each answer (``outputs``), the new weights' output for its row
@@ -247,18 +256,34 @@ def run_update_first(service_class: Callable[..., Any], *, seed: int = SEED) -> 
     expected = reference_outputs(seed + 4, rows)
     first = reference_outputs(seed + 3, rows)
     held: dict[str, Any] = {}
+    updated = threading.Event()
+    steps: dict[str, threading.Thread] = {}
+    _hold_other_builds(model, steps, updated)
+
+    def step(name: str, call: Callable[[], Any]) -> Callable[[], Any]:
+        def run() -> Any:
+            steps[name] = threading.current_thread()
+            return call()
+        return run
+
     try:
         _bounded_step("InferenceService(model, example) on a model never called",
-                      lambda: held.update(service=service_class(model, rows[0].copy())))
-        _bounded_step("a trainer thread called update_weights(weights) on a new service, "
-                      "before any request, and it",
-                      lambda: held["service"].update_weights([w.copy() for w in new]),
-                      hint=_UNBUILT_HINT)
+                      step("constructor", lambda: held.update(
+                          service=service_class(model, rows[0].copy()))))
+        try:
+            _bounded_step("a trainer thread called update_weights(weights) on a new service, "
+                          "before any request, and it",
+                          step("trainer", lambda: held["service"].update_weights(
+                              [w.copy() for w in new])),
+                          hint=_UNBUILT_HINT)
+        finally:
+            updated.set()
         _bounded_step(f"{UPDATE_FIRST_REQUESTS} requests sent one at a time after that "
                       "update_weights() returned",
                       lambda: held.update(outputs=[_answer(held["service"].predict(x))
                                                    for x in rows]))
     finally:
+        updated.set()
         _close_quietly(held.get("service"))
     for index, (output, want, old) in enumerate(zip(held["outputs"], expected, first,
                                                     strict=True)):
@@ -274,6 +299,24 @@ def run_update_first(service_class: Callable[..., Any], *, seed: int = SEED) -> 
                 "first request was served)")
     return {"outputs": [_row(output) for output in held["outputs"]],
             "expected": [_row(row) for row in expected], "first": [_row(row) for row in first]}
+
+
+def _hold_other_builds(model: Any, steps: dict[str, threading.Thread],
+                       updated: threading.Event) -> None:
+    """Hold ``model``'s build on any thread but ``steps``' (the constructor's and the
+    trainer's) until ``updated`` is set, or one of ``steps`` still running is seen waiting for
+    another thread, or :data:`HANDOVER_S` passed. Every way of building a Keras model (a call,
+    ``predict``, ``predict_on_batch``, ``build``) goes through its ``build``."""
+    build = model.build
+
+    def held_build(input_shape: Any = None) -> None:
+        if threading.current_thread() not in steps.values():
+            wait_until(lambda: updated.is_set() or any(
+                thread.is_alive() and waiting_for_another(thread)
+                for thread in list(steps.values())), HANDOVER_S)
+        build(input_shape)
+
+    model.build = tamper.opaque(held_build)
 
 
 def _bounded_step(what: str, call: Callable[[], Any], *, hint: str = "") -> Any:

@@ -82,6 +82,7 @@ _THREADING_FILE = threading.Condition.wait.__code__.co_filename
 _WAITING_IN = frozenset({"wait", "join", "_wait_for_tstate_lock"})
 #: Where ``Thread.join`` waits (Python 3.11: ``_wait_for_tstate_lock``; 3.13: ``join``).
 _JOINING_IN = frozenset({"join", "_wait_for_tstate_lock"})
+_THREAD_START = threading.Thread.start.__code__
 
 
 def waiting_for_another(thread: threading.Thread) -> bool:
@@ -89,12 +90,21 @@ def waiting_for_another(thread: threading.Thread) -> bool:
     innermost frame is ``Condition.wait`` (so also ``Event.wait``, ``Future.result``,
     ``Queue.get``) or ``Thread.join``. A client seen there after it called ``predict`` has
     handed its request over and waits for the answer; ``close()`` seen there waits for the
-    service's threads (or its queue) to finish."""
+    service's threads (or its queue) to finish. The wait inside ``Thread.start`` (until the new
+    thread has begun, which it may have done already) is not one."""
     if not threading.Thread.is_alive(thread):
         return True
     frame = tamper.current_frames().get(thread.ident or -1)
-    return (frame is not None and frame.f_code.co_filename == _THREADING_FILE
-            and frame.f_code.co_name in _WAITING_IN)
+    if frame is None or frame.f_code.co_filename != _THREADING_FILE:
+        return False
+    caller = frame
+    for _ in range(3):  # Thread.start -> Event.wait -> Condition.wait
+        caller = caller.f_back
+        if caller is None:
+            break
+        if caller.f_code is _THREAD_START:
+            return False
+    return frame.f_code.co_name in _WAITING_IN
 
 
 def joining(thread: threading.Thread, other: threading.Thread,
