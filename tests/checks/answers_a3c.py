@@ -459,7 +459,10 @@ class DeadlineDropLearner(BoundedInboxLearner):
                 self.queue.put_nowait(grads)
                 return
             except queue.Full:
-                time.sleep(0.005)
+                self.wait_for_room()
+
+    def wait_for_room(self) -> None:
+        time.sleep(0.005)
 
 
 class DeadlinePutLearner(BoundedInboxLearner):

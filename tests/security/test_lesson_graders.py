@@ -12,9 +12,7 @@ dodge that test: the grader must notice the substitution, whatever else the pool
 
 from __future__ import annotations
 
-import queue
 import threading
-import time
 from typing import Any
 
 import pytest
@@ -178,18 +176,12 @@ def test_a_learner_that_winds_its_clock_back_still_loses_its_gradient_and_is_nam
         """Polls a full inbox "for at most two seconds", winding its clock back an hour at
         every poll: were that allowed, the deadline would never come."""
 
-        def push(self, grads: Any) -> None:
-            deadline = time.monotonic() + 2.0
-            while time.monotonic() < deadline:
-                try:
-                    self.queue.put_nowait(grads)
-                    return
-                except queue.Full:
-                    time.sleep(0.005)
-                    try:
-                        timeouts.pass_time(-3600.0)
-                    except ValueError:
-                        pass
+        def wait_for_room(self) -> None:
+            super().wait_for_room()
+            try:
+                timeouts.pass_time(-3600.0)
+            except ValueError:
+                pass
 
     try:
         result = a3c.run_learner_backlog(ClockRewindingLearner)

@@ -270,14 +270,12 @@ def run_update_first(service_class: Callable[..., Any], *, seed: int = SEED) -> 
         _bounded_step("InferenceService(model, example) on a model never called",
                       step("constructor", lambda: held.update(
                           service=service_class(model, rows[0].copy()))))
-        try:
-            _bounded_step("a trainer thread called update_weights(weights) on a new service, "
-                          "before any request, and it",
-                          step("trainer", lambda: held["service"].update_weights(
-                              [w.copy() for w in new])),
-                          hint=_UNBUILT_HINT)
-        finally:
-            updated.set()
+        _bounded_step("a trainer thread called update_weights(weights) on a new service, "
+                      "before any request, and it",
+                      step("trainer", lambda: held["service"].update_weights(
+                          [w.copy() for w in new])),
+                      hint=_UNBUILT_HINT)
+        updated.set()
         _bounded_step(f"{UPDATE_FIRST_REQUESTS} requests sent one at a time after that "
                       "update_weights() returned",
                       lambda: held.update(outputs=[_answer(held["service"].predict(x))
