@@ -198,9 +198,7 @@ class Tracing:
         if op[0] == codemap.CALL:
             wait = primitives.at_call(frame, op[1], op[2], self._finished_thread,
                                       self.glue)[1]
-        elif primitives.elide_traced_lock(frame):
-            return None
-        else:
+        else:  # a lock a primitive takes inside itself is never elided: it is the primitive
             wait = primitives.at_with(frame)
         if wait is None or wait.ready():
             return None
@@ -237,6 +235,8 @@ def _invisible_call(frame: types.FrameType, function: object, count: int) -> boo
 
 
 def _code_of(function: Any) -> types.CodeType:
+    if isinstance(function, types.CodeType):
+        return function
     return (function.__func__ if isinstance(function, types.MethodType) else function).__code__
 
 

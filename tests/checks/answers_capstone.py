@@ -21,6 +21,7 @@ import time
 import warnings
 
 import numpy as np
+import tensorflow as tf
 
 from autograder.checks import capstone
 from tests.checks.grading_runs import demo_answer
@@ -808,6 +809,30 @@ class NumpyOfCallSliceService(UnlockedSliceService):
 NumpyOfCallSliceService.decided_by_construction = True
 
 
+class TfFunctionService(ConditionBatchService):
+    """The solution, its model called through a ``tf.function`` (one traced call per batch
+    shape, as TensorFlow's performance guide suggests): correct."""
+
+    def __init__(self, model, example):
+        self._infer = tf.function(model, reduce_retracing=True)
+        super().__init__(model, example)
+
+    def _compute(self, good):
+        with self._model_lock:
+            out = self._infer(tf.convert_to_tensor(np.stack([r.x for r in good]))).numpy()
+        for r, row in zip(good, out, strict=True):
+            r.result = row
+
+
+class TfFunctionSliceService(TfFunctionService, UnlockedSliceService):
+    """``UnlockedSliceService``'s race, its model called through a ``tf.function``: the stub
+    model met a symbolic tensor while the function traced, so the service never worked on it,
+    its bookkeeping was never explored, and it passed."""
+
+
+TfFunctionSliceService.decided_by_construction = True
+
+
 class CheckThenAppendService(ConditionBatchService):
     """predict() checks "closed" in one lock region and appends in another: close() can run
     in between, the batcher ends with nothing queued, and the request appended after it is
@@ -988,6 +1013,7 @@ WRONG_ACCOUNTING = [DropsPartialBatchService, WindowDropsPartialService, LeakyCl
                     DeadlockCloseService, WholeBatchFailsService, UncountedStatsService,
                     GraderNamedLeakService, DeadLookingLeakService, CloseWithoutJoinService,
                     CloseSleepsInsteadOfJoinService, UnlockedSliceService, NumpyOfCallSliceService,
+                    TfFunctionSliceService,
                     CheckThenAppendService, ReshapingService, BatchesEveryTakeService,
                     CountsAfterWakingService, UnlockedCountService, CounterUpdateService,
                     TimedJoinService]

@@ -412,6 +412,27 @@ def test_a_service_that_reads_its_models_call_with_numpy_is_explored(wrong_verdi
     assert "InferenceService, accounting and close: Deadlock" in message, message
 
 
+def test_a_service_that_calls_its_model_through_a_tf_function_is_explored(wrong_verdicts):
+    """Traced, a ``tf.function`` hands the stub model a symbolic tensor: such a service never
+    worked on the stub and its bookkeeping went unexplored. Functions run eagerly while a
+    service is explored."""
+    message = _first_failure(wrong_verdicts, "check_accounting", answers.TfFunctionSliceService)
+    assert "InferenceService, accounting and close: Deadlock" in message, message
+
+
+def test_a_correct_service_calling_its_model_through_a_tf_function_passes_the_exploration():
+    """Both scenarios run, and the switch is put back. TensorFlow's frames between the call
+    and its body are glue, and an Event set inside the body keeps its own lock (the scheduler
+    once left it out as a lock the body took: ``set()`` raised and the batcher died)."""
+    import tensorflow as tf
+
+    explored: dict = {}
+    result = capstone.explore_service(answers.TfFunctionService, observed=explored)
+    assert result is not None and result.verdict == "pass", result
+    assert list(explored) == ["clients", "closing"]
+    assert tf.config.functions_run_eagerly() is False
+
+
 def test_a_warm_up_left_to_the_batcher_thread_fails_the_update_sent_first(wrong_verdicts):
     message = _first_failure(wrong_verdicts, "check_weight_updates",
                              answers.BatcherWarmsService)

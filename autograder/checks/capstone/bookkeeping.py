@@ -30,18 +30,21 @@ out its timeout for real. So while a service is explored, the ``threading``, ``q
 a service that polls its queue every half second sleeping out every poll of every schedule (it
 ran out of the search's time). They are put back when the exploration ends.
 
-A service that uses what the stub does not model (Keras layers, a ``tf.function`` around the
-model...) or does not work once, on one thread, on it is not explored: the real-thread parts
-graded it. The stub's call answers rows that have ``.numpy()``, as a Keras call's tensor does,
-so ``model(x).numpy()`` is explored.
+A service that uses what the stub does not model (Keras layers of its own...) or does not
+work once, on one thread, on it is not explored: the real-thread parts graded it. The stub's
+call answers rows that have ``.numpy()``, as a Keras call's tensor does, so
+``model(x).numpy()`` is explored; and ``tf.function``s run their Python eagerly while a
+service is explored (:func:`functions_run_eagerly`), so a model called through one is too.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import sys
 import threading
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,6 +68,8 @@ _KERNEL = np.array([[1.0, 1.0, -1.0, 2.0], [0.0, 0.0, 0.0, 0.0]], dtype=np.float
 _BIAS = np.array([0.0, 0.5, 0.0, 0.0], dtype=np.float32)
 #: The requests of the explored schedules (0, 1 and 2).
 _REQUESTS = 3
+#: The module of ``tf.function``'s ``Function``.
+_TF_FUNCTION_MODULE = "tensorflow.python.eager.polymorphic_function.polymorphic_function"
 #: How close an answer must be to the stub's (as :func:`~.models.same_answer`).
 _RTOL, _ATOL = 1e-4, 1e-5
 
@@ -351,6 +356,12 @@ def explore_service(service_class: Callable[..., Any], *, seed: int = EXPLORE_SE
         The first failing :class:`~autograder.harness.Result`, else the last one; None when
         the service does not work once on the stub model (it is then not explored).
     """
+    with functions_run_eagerly():
+        return _explore(service_class, seed, max_schedules, observed)
+
+
+def _explore(service_class: Callable[..., Any], seed: int, max_schedules: int,
+             observed: dict | None) -> Result | None:
     if not _works_once(service_class):
         return None
     result = None
@@ -360,12 +371,48 @@ def explore_service(service_class: Callable[..., Any], *, seed: int = EXPLORE_SE
             result = explore(lambda hold=hold: _ServiceRun(service_class, StubModel(hold=hold)),
                              workers, functools.partial(check, schedules=schedules),
                              seed=seed, max_schedules=max_schedules, samples=EXPLORE_SAMPLES,
-                             timeout_s=EXPLORE_TIMEOUT_S, glue=_GLUE)
+                             timeout_s=EXPLORE_TIMEOUT_S,
+                             glue=(*_GLUE, *_tf_function_glue()))
         if observed is not None:
             observed[name] = explored_report(result, schedules)
         if result.verdict != "pass":
             return result
     return result
+
+
+@contextlib.contextmanager
+def functions_run_eagerly() -> Iterator[None]:
+    """While inside, every ``tf.function`` runs its Python body directly
+    (``tf.config.run_functions_eagerly(True)``), when TensorFlow is loaded at all: a service
+    that calls its model through a ``tf.function`` then calls the stub model, and is explored.
+    Sound for failing, as lesson 03's explored counter argues: graph mode runs no Python per
+    call, so eager mode can only hide a race (a lock taken inside the function, which the
+    scheduler then leaves out: :func:`autograder.harness.primitives.elide_traced_lock`)."""
+    tf = sys.modules.get("tensorflow")
+    if tf is None:
+        yield
+        return
+    eager = tf.config.functions_run_eagerly()
+    tf.config.run_functions_eagerly(True)
+    try:
+        yield
+    finally:
+        tf.config.run_functions_eagerly(eager)
+
+
+def _tf_function_glue() -> tuple[types.CodeType, ...]:
+    """TensorFlow's frames between a ``tf.function`` call and its Python body run eagerly
+    (the traceback filter, ``Function.__call__``, a method's bound wrapper), as glue: the
+    body's code keeps its decision points, and a wait in it (the stub model's hold) is seen
+    as a wait, not as a library call stuck in native code."""
+    module = sys.modules.get(_TF_FUNCTION_MODULE)
+    if module is None:
+        return ()
+    call = module.Function.__call__
+    codes = [call.__code__, getattr(call, "__wrapped__", call).__code__]
+    codes += [const for const in module.class_method_to_instance_method.__code__.co_consts
+              if isinstance(const, types.CodeType) and const.co_name == "bound_method_wrapper"]
+    return tuple(codes)
 
 
 def _works_once(service_class: Callable[..., Any]) -> bool:
