@@ -388,10 +388,11 @@ def functions_run_eagerly() -> Iterator[None]:
     Sound for failing, as lesson 03's explored counter argues: graph mode runs no Python per
     call, so eager mode can only hide a race (a lock taken inside the function, which the
     scheduler then leaves out: :func:`autograder.harness.primitives.elide_traced_lock`)."""
-    tf = sys.modules.get("tensorflow")
-    if tf is None:
+    if "tensorflow" not in sys.modules:
         yield
         return
+    import tensorflow as tf
+
     eager = tf.config.functions_run_eagerly()
     tf.config.run_functions_eagerly(True)
     try:
@@ -405,12 +406,14 @@ def _tf_function_glue() -> tuple[types.CodeType, ...]:
     (the traceback filter, ``Function.__call__``, a method's bound wrapper), as glue: the
     body's code keeps its decision points, and a wait in it (the stub model's hold) is seen
     as a wait, not as a library call stuck in native code."""
-    module = sys.modules.get(_TF_FUNCTION_MODULE)
-    if module is None:
+    if _TF_FUNCTION_MODULE not in sys.modules:
         return ()
-    call = module.Function.__call__
+    from tensorflow.python.eager.polymorphic_function import polymorphic_function
+
+    call = polymorphic_function.Function.__call__
     codes = [call.__code__, getattr(call, "__wrapped__", call).__code__]
-    codes += [const for const in module.class_method_to_instance_method.__code__.co_consts
+    codes += [const for const in
+              polymorphic_function.class_method_to_instance_method.__code__.co_consts
               if isinstance(const, types.CodeType) and const.co_name == "bound_method_wrapper"]
     return tuple(codes)
 
