@@ -669,6 +669,24 @@ class BatcherWarmsService(ConditionBatchService):
 BatcherWarmsService.decided_by_construction = True
 
 
+class BatcherWarmsUnderLockService(ConditionBatchService):
+    """Warms the model on its batcher thread under the model's lock, which ``update_weights``
+    also takes: an update that takes the lock before the batcher has run meets a model with no
+    weights. The build hold alone let it pass: the update waited on the plain lock until the
+    hold gave up, then found the model built."""
+
+    def warm(self):
+        pass
+
+    def _serve(self):
+        with self._model_lock:
+            self._model.predict_on_batch(np.zeros((1, *self._shape), dtype="float32"))
+        super()._serve()
+
+
+BatcherWarmsUnderLockService.decided_by_construction = True
+
+
 class BatcherWarmsBeforeReturnService(ConditionBatchService):
     """Correct: the batcher warms the model, and ``__init__`` waits until it has."""
 
@@ -1007,7 +1025,8 @@ TimedUpdateRetryService.decided_by_construction = False  # correct: not inherite
 
 WRONG_COLD = [LockFreeColdService, TwoBatchersNoWarmupService, RetryWhenReadColdService]
 WRONG_UPDATES = [UnlockedSwapService, IdleUpdateService, ReusedBufferSwapService,
-                 SetWeightsUnbuiltService, BatcherWarmsService, PendingUpdateLostService,
+                 SetWeightsUnbuiltService, BatcherWarmsService, BatcherWarmsUnderLockService,
+                 PendingUpdateLostService,
                  PendingUpdateLostAssignService, TimedUpdateSkipService]
 WRONG_ACCOUNTING = [DropsPartialBatchService, WindowDropsPartialService, LeakyCloseService,
                     DeadlockCloseService, WholeBatchFailsService, UncountedStatsService,

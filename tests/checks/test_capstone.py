@@ -440,8 +440,19 @@ def test_a_warm_up_left_to_the_batcher_thread_fails_the_update_sent_first(wrong_
     assert "raised ValueError" in message and "service's own thread" in message
 
 
+def test_a_warm_up_under_the_model_lock_on_the_batcher_thread_fails_the_update_sent_first(
+        wrong_verdicts):
+    """The batcher is held before it runs, so it has taken no lock when the update comes (the
+    update once waited on that lock until the build hold gave up)."""
+    message = _first_failure(wrong_verdicts, "check_weight_updates",
+                             answers.BatcherWarmsUnderLockService)
+    assert "update_weights(weights) on a new service, before any request" in message
+    assert "raised ValueError" in message
+
+
 @pytest.mark.parametrize("service", [answers.BatcherWarmsBeforeReturnService,
-                                     answers.ConditionBatchService])
+                                     answers.ConditionBatchService,
+                                     answers.TfFunctionService])
 def test_a_warm_up_the_constructor_waits_for_passes_the_update_sent_first(service):
     seen = capstone.run_update_first(service)
     assert seen["outputs"] == seen["expected"]

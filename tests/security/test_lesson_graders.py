@@ -189,3 +189,31 @@ def test_a_learner_that_winds_its_clock_back_still_loses_its_gradient_and_is_nam
         assert "moving the answer's clock by -3600.0" in tamper._attempts
     finally:
         tamper._attempts.clear()
+
+
+@pytest.mark.parametrize("put_back", [False, True], ids=["cleared", "cleared_and_put_back"])
+def test_a_service_that_starts_its_batcher_past_the_update_first_hold_is_named(put_back):
+    """Lesson 07's update-first step holds the threads the constructor starts at the thread
+    trace hook (``threading.settrace``, a name any notebook can call). A constructor that
+    clears that hook, even one that puts it back before returning, starts its batcher unheld
+    (its warm-up under the model's lock then beats the update again): the attempt is named."""
+    import threading
+
+    from autograder.checks import capstone
+    from autograder.harness import tamper
+    from tests.checks.answers_capstone import BatcherWarmsUnderLockService
+
+    class HoldClearingService(BatcherWarmsUnderLockService):
+        def __init__(self, model, example):
+            hook = threading.gettrace()
+            threading.settrace(None)
+            super().__init__(model, example)
+            if put_back:
+                threading.settrace(hook)
+
+    try:
+        capstone.run_update_first(HoldClearingService)
+        assert tamper._attempts == [
+            "starting the service's threads past the grader's hold (threading.settrace)"]
+    finally:
+        tamper._attempts.clear()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -235,11 +236,12 @@ def run_update_first(service_class: Callable[..., Any], *, seed: int = SEED) -> 
 
     A warm-up left to a thread of the service's own (its batcher, warming as it starts) races
     the update: on an idle machine it usually builds the model first. So the model's build on
-    any thread but the constructor's and the trainer's is held (:func:`_hold_other_builds`)
-    until the update returned, or the constructor or the trainer is seen waiting for another
-    thread (a constructor that waits for its warm-up, an update that waits for it), or
-    :data:`HANDOVER_S` passed: an update that does not wait for that warm-up meets a model
-    with no weights, every run.
+    any thread but the constructor's and the trainer's is held (:func:`_hold_other_builds`),
+    and so is every thread the constructor starts, before it runs
+    (:class:`_ThreadsHeldAtStart`), until the update returned, or the constructor or the
+    trainer is seen waiting for another thread (a constructor that waits for its warm-up, an
+    update that waits for it), or :data:`HANDOVER_S` passed: an update that does not wait for
+    that warm-up meets a model with no weights, every run.
 
     Returns:
         For the judge: each answer (``outputs``), the new weights' output for its row
@@ -258,7 +260,12 @@ def run_update_first(service_class: Callable[..., Any], *, seed: int = SEED) -> 
     held: dict[str, Any] = {}
     updated = threading.Event()
     steps: dict[str, threading.Thread] = {}
-    _hold_other_builds(model, steps, updated)
+
+    def released() -> bool:
+        return updated.is_set() or any(thread.is_alive() and waiting_for_another(thread)
+                                       for thread in list(steps.values()))
+
+    _hold_other_builds(model, steps, released)
 
     def step(name: str, call: Callable[[], Any]) -> Callable[[], Any]:
         def run() -> Any:
@@ -266,10 +273,16 @@ def run_update_first(service_class: Callable[..., Any], *, seed: int = SEED) -> 
             return call()
         return run
 
+    start_hold = _ThreadsHeldAtStart(released)
+
+    def construct() -> None:
+        with start_hold:
+            held.update(service=service_class(model, rows[0].copy()))
+
     try:
         _bounded_step("InferenceService(model, example) on a model never called",
-                      step("constructor", lambda: held.update(
-                          service=service_class(model, rows[0].copy()))))
+                      step("constructor", construct))
+        start_hold.verify()
         _bounded_step("a trainer thread called update_weights(weights) on a new service, "
                       "before any request, and it",
                       step("trainer", lambda: held["service"].update_weights(
@@ -300,21 +313,76 @@ def run_update_first(service_class: Callable[..., Any], *, seed: int = SEED) -> 
 
 
 def _hold_other_builds(model: Any, steps: dict[str, threading.Thread],
-                       updated: threading.Event) -> None:
+                       released: Callable[[], bool]) -> None:
     """Hold ``model``'s build on any thread but ``steps``' (the constructor's and the
-    trainer's) until ``updated`` is set, or one of ``steps`` still running is seen waiting for
-    another thread, or :data:`HANDOVER_S` passed. Every way of building a Keras model (a call,
-    ``predict``, ``predict_on_batch``, ``build``) goes through its ``build``."""
+    trainer's) until ``released()`` (the update returned, or one of ``steps`` still running is
+    seen waiting for another thread), or :data:`HANDOVER_S` passed. Every way of building a
+    Keras model (a call, ``predict``, ``predict_on_batch``, ``build``) goes through its
+    ``build``."""
     build = model.build
 
     def held_build(input_shape: Any = None) -> None:
         if threading.current_thread() not in steps.values():
-            wait_until(lambda: updated.is_set() or any(
-                thread.is_alive() and waiting_for_another(thread)
-                for thread in list(steps.values())), HANDOVER_S)
+            wait_until(released, HANDOVER_S)
         build(input_shape)
 
     model.build = tamper.opaque(held_build)
+
+
+class _ThreadsHeldAtStart:
+    """While inside, a thread started (the service's own, by its constructor) waits before
+    its ``run()`` until ``released()`` or :data:`HANDOVER_S` passed.
+
+    A batcher that warms the model under the model's lock, which ``update_weights`` also
+    takes, made the build hold useless: the update waited on that plain lock (a wait
+    :func:`~autograder.checks.kit.waiting_for_another` cannot see) until the hold gave up, and
+    then found the model built; with real threads the update takes the lock first now and
+    then. Held before it runs, the batcher has taken no lock when the update comes.
+
+    The hold is the thread trace hook (``threading.settrace``), which graded code can clear:
+    :meth:`verify` records it as an attempt on the grader when the hook was gone at the end,
+    or a thread started inside never reached it.
+    """
+
+    def __init__(self, released: Callable[[], bool]) -> None:
+        self._released = released
+        self._checked_in: set[threading.Thread] = set()
+        self._before: set[threading.Thread] = set()
+        self._started: list[threading.Thread] = []
+        self._kept = True
+        self._previous: Any = None
+        self._installed: Any = None
+
+    def __enter__(self) -> _ThreadsHeldAtStart:
+        self._previous = previous = threading.gettrace()
+        self._before = set(threading.enumerate())
+        released, checked_in = self._released, self._checked_in
+
+        def hold(frame: Any, event: str, arg: Any) -> Any:
+            checked_in.add(threading.current_thread())
+            wait_until(released, HANDOVER_S)
+            sys.settrace(previous)
+            return previous(frame, event, arg) if previous is not None else None
+
+        self._installed = tamper.opaque(hold)
+        threading.settrace(self._installed)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._kept = threading.gettrace() is self._installed
+        threading.settrace(self._previous)
+        self._started = [thread for thread in threading.enumerate()
+                         if thread not in self._before]
+
+    def verify(self) -> None:
+        """Record an attempt when the hold was cleared (see the class)."""
+        def reached() -> bool:
+            return all(thread in self._checked_in or not thread.is_alive()
+                       for thread in self._started)
+
+        if not wait_until(reached, SMOKE_S) or not self._kept:
+            tamper.record_attempt("starting the service's threads past the grader's hold "
+                                  "(threading.settrace)")
 
 
 def _bounded_step(what: str, call: Callable[[], Any], *, hint: str = "") -> Any:
