@@ -11,7 +11,9 @@ explored, the ``threading``, ``queue`` and ``time`` names its own code reads (th
 every timeout cut to a millisecond (:func:`cut_timeouts`): the same schedules and verdicts,
 faster. A ``join`` with a timeout returns at once, as if the thread outlasted it on a loaded
 machine: code that goes on as if the thread had ended shows it. They are put back when the
-exploration ends.
+exploration ends. A call the answer's code makes to a real one that it reached otherwise (a
+``time`` imported inside a method) takes the stand-in too, under ``explore`` given
+:data:`CUT_CALLS` as its ``stand_ins``.
 
 The clocks the answer reads meanwhile (``time.monotonic``, ``time.time``, ``perf_counter`` and
 their ``_ns`` forms) run ahead of the real ones by the time the cut waits skipped (a sleep of
@@ -255,6 +257,10 @@ _WAITS = [(threading.Event, _Event), (threading.Condition, _Condition),
           (threading.Thread, _Thread), *_QUEUES.items(), (time.sleep, _cut_sleep), *_CLOCKS]
 #: While explored: the waits an answer makes, and its sleeps.
 _STAND_INS = _stand_ins(_WAITS)
+#: The same, for ``explore``'s ``stand_ins``: a call the answer's code makes to a real one it
+#: reached otherwise than by a name this module swaps (a ``time`` imported inside a method)
+#: calls the stand-in.
+CUT_CALLS = _STAND_INS
 #: On real threads held on purpose: those, and its locks' and semaphores' timed acquires.
 _WITH_LOCKS = _stand_ins([*_WAITS, (threading.Lock, _cut_lock), (_thread.allocate_lock, _cut_lock),
                           (threading.RLock, _cut_rlock),

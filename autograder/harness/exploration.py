@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import linecache
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from . import report, tamper
@@ -49,6 +49,7 @@ def explore(
     deviations: int = DEVIATIONS,
     glue: Sequence[Callable[..., Any]] = (),
     give_ups: int = GIVE_UPS,
+    stand_ins: Mapping[int, Any] | None = None,
 ) -> Result:
     """Search the interleavings of ``workers`` for one that breaks ``check``.
 
@@ -98,6 +99,12 @@ def explore(
             a thread on purpose for long (a learner stalled for seconds) runs one schedule
             with a large number: every timed wait made meanwhile runs out, as it would. An
             addition to the course's API, for checks; :func:`replay` needs the same number.
+        stand_ins: The objects (by ``id``) that a call from the answer's own code (user code
+            outside the grader's package) replaces with another: a check that cuts the
+            answer's timeouts (:func:`autograder.checks.timeouts.cut_timeouts`) swaps the names
+            the answer's module reads, and this reaches the ones its code got otherwise (a
+            ``time`` imported inside a method). An addition to the course's API, for checks;
+            :func:`replay` needs the same map.
 
     Returns:
         The :class:`Result`. A failing one carries the schedule for :func:`replay`.
@@ -120,7 +127,7 @@ def explore(
             break
         runs += 1
         outcome, verdict, seen = _run_once(setup, workers, check, chooser, deadline,
-                                           callbacks, glue, give_ups)
+                                           callbacks, glue, give_ups, stand_ins)
         if verdict != "pass":
             return _failure(verdict, outcome, seen, runs, timeout_s)
         search.after(chooser, outcome)
@@ -144,6 +151,7 @@ def replay(
     callbacks: bool = False,
     glue: Sequence[Callable[..., Any]] = (),
     give_ups: int = GIVE_UPS,
+    stand_ins: Mapping[int, Any] | None = None,
 ) -> Result:
     """Run exactly the schedule of a failing :func:`explore` result again.
 
@@ -156,6 +164,7 @@ def replay(
         callbacks: The same ``callbacks`` as the explore call.
         glue: The same ``glue`` as the explore call.
         give_ups: The same ``give_ups`` as the explore call.
+        stand_ins: The same ``stand_ins`` as the explore call.
 
     Returns:
         The same verdict as the run that produced the schedule, every time.
@@ -169,7 +178,7 @@ def replay(
     deadline = tamper.monotonic() + timeout_s
     chooser = Replay(switches)
     outcome, verdict, seen = _run_once(setup, workers, check, chooser, deadline, callbacks,
-                                       glue, give_ups)
+                                       glue, give_ups, stand_ins)
     note = ""
     if chooser.deviation:
         note = ("\nNote: the program did not repeat itself exactly "
@@ -297,7 +306,8 @@ def _run_once(setup: Callable[[], Any], workers: list[Callable[[Any], Any]],
               check: Callable[[Any], Any], chooser: Strategy,
               deadline: float, callbacks: bool = False,
               glue: Sequence[Callable[..., Any]] = (),
-              give_ups: int = GIVE_UPS) -> tuple[Outcome, str, object]:
+              give_ups: int = GIVE_UPS,
+              stand_ins: Mapping[int, Any] | None = None) -> tuple[Outcome, str, object]:
     """One schedule: fresh state, a controlled run, then the check."""
     try:
         state = setup()
@@ -305,7 +315,7 @@ def _run_once(setup: Callable[[], Any], workers: list[Callable[[Any], Any]],
         outcome = Outcome(kind="error", error=error, detail="setup")
         return outcome, "error", None
     outcome = Run(state, workers, chooser, deadline, callbacks=callbacks, glue=glue,
-                  give_ups=give_ups).execute()
+                  give_ups=give_ups, stand_ins=stand_ins).execute()
     problems = outcome.tampering + tamper.problems()
     if problems:
         outcome.detail = tamper.message(problems)

@@ -160,6 +160,16 @@ def _arguments(frame: types.FrameType, count: int, kwnames: tuple) -> tuple[obje
     return callable_slot, [self_slot, *positional], keywords
 
 
+def call_stand_in(frame: types.FrameType, count: int, stand_in: object) -> bool:
+    """Make the CALL about to run in the answer's ``frame`` call ``stand_in`` instead of its
+    callable (see :func:`~autograder.harness.explore`'s ``stand_ins``). Returns True when it
+    does; a call from code that is not the answer's is left alone."""
+    if not _students(frame.f_code):
+        return False
+    slot = count + 1 if frames.peek(frame, count + 1) is not None else count
+    return frames.poke(frame, slot, stand_in)
+
+
 def _option(positional: list, keywords: dict, index: int, name: str, default: object) -> object:
     if len(positional) > index:
         return positional[index]

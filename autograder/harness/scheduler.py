@@ -23,7 +23,7 @@ import io
 import threading
 import time
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from . import codemap, tamper
@@ -57,8 +57,12 @@ class Run(Tracing, Turns):
 
     def __init__(self, state: Any, workers: Sequence[Callable[[Any], Any]],
                  strategy: Strategy, deadline: float, *, callbacks: bool = False,
-                 glue: Sequence[Callable[..., Any]] = (), give_ups: int = GIVE_UPS):
+                 glue: Sequence[Callable[..., Any]] = (), give_ups: int = GIVE_UPS,
+                 stand_ins: Mapping[int, Any] | None = None):
         self.state = state
+        #: What a call from the answer's code calls instead (see :func:`explore`'s
+        #: ``stand_ins``).
+        self.stand_ins = dict(stand_ins or {})
         #: How many timed waits per thread may be made to give up as a choice.
         self.give_ups = give_ups
         #: Trace user code that library code calls back (see :func:`explore`'s ``callbacks``).

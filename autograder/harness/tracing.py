@@ -160,6 +160,9 @@ class Tracing:
             function, wait = primitives.at_call(frame, op[1], op[2], self._finished_thread,
                                                 self.glue)
             if wait is None:
+                stand_in = self.stand_ins.get(id(function)) if self.stand_ins else None
+                if stand_in is not None and primitives.call_stand_in(frame, op[1], stand_in):
+                    function = stand_in
                 if function is _SLEEP or (type(function) is types.FunctionType
                                           and vars(function).get("__wrapped__") is _SLEEP):
                     me.expect_native = True

@@ -433,6 +433,14 @@ def test_a_correct_service_calling_its_model_through_a_tf_function_passes_the_ex
     assert tf.config.functions_run_eagerly() is False
 
 
+def test_a_service_polling_with_a_sleep_imported_inside_its_method_passes_the_exploration():
+    """The sleep is reached through ``import time`` inside the method, not through a name of
+    the module: explored, the call takes the cut sleep all the same, so the search does not
+    run out of time on real 0.2 s sleeps."""
+    result = capstone.explore_service(answers.LocalSleepPollingService)
+    assert result is not None and result.verdict == "pass", result
+
+
 def test_a_warm_up_left_to_the_batcher_thread_fails_the_update_sent_first(wrong_verdicts):
     message = _first_failure(wrong_verdicts, "check_weight_updates",
                              answers.BatcherWarmsService)

@@ -504,3 +504,26 @@ def test_a_mistyped_schedule_token_gets_one_clear_error(token):
     with pytest.raises(ValueError, match="schedule token") as raised:
         parse_token(token)
     assert "STEP>THREAD" in str(raised.value)
+
+
+def test_a_stand_in_replaces_the_answers_call_however_it_reached_the_object():
+    """``stand_ins``: the answer's own call to a real object (here ``time.sleep``, reached by an
+    import inside the worker) calls the stand-in; the search then spends no real time there."""
+    import time as real_time
+
+    called = []
+
+    def quick_sleep(seconds):
+        called.append(seconds)
+
+    def worker(state):
+        import time
+
+        time.sleep(30)
+        state.done.append(True)
+
+    result = explore(lambda: SimpleNamespace(done=[]), [worker, worker],
+                     lambda state: state.done == [True, True], max_schedules=4, timeout_s=20,
+                     stand_ins={id(real_time.sleep): quick_sleep})
+    assert result.verdict == "pass", result.message
+    assert called and set(called) == {30}

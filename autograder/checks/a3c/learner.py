@@ -49,7 +49,7 @@ from autograder.checks.a3c.settings import (
 )
 from autograder.checks.cache import memo
 from autograder.checks.kit import alive_since, describe_error, within
-from autograder.checks.timeouts import CUT_GLUE, cut_timeouts, pass_time
+from autograder.checks.timeouts import CUT_CALLS, CUT_GLUE, cut_timeouts, pass_time
 from autograder.harness import Result, explore, stress
 
 #: The network's variables, as messages name them (``trainable_variables`` order).
@@ -376,7 +376,8 @@ def run_learner_explore(learner_class: Callable[[Any, Any], Any], *, seed: int =
                            functools.partial(_check, observed=observed, closed=True),
                            seed=seed, max_schedules=schedules, timeout_s=TIMEOUT_S,
                            samples=LEARNER_SAMPLES, deviations=LEARNER_DEVIATIONS,
-                           glue=(first, second, _running_now, alive_since, *CUT_GLUE))
+                           glue=(first, second, _running_now, alive_since, *CUT_GLUE),
+                           stand_ins=CUT_CALLS)
     finally:
         del optimizer.apply_gradients
         pool.clock[0] = time.perf_counter
@@ -446,7 +447,7 @@ def run_learner_backlog(learner_class: Callable[[Any, Any], Any], *, seed: int =
                                              backlog=True),
                            seed=seed, max_schedules=1, timeout_s=TIMEOUT_S,
                            glue=(first, second, _running_now, alive_since, *CUT_GLUE),
-                           give_ups=LEARNER_BACKLOG_GIVE_UPS)
+                           give_ups=LEARNER_BACKLOG_GIVE_UPS, stand_ins=CUT_CALLS)
     finally:
         vars(optimizer).pop("apply_gradients", None)
         pool.clock[0] = time.perf_counter

@@ -14,7 +14,7 @@ import numpy as np
 
 from autograder.checks.cache import memo
 from autograder.checks.plain import plain_array
-from autograder.checks.timeouts import CUT_GLUE, cut_timeouts
+from autograder.checks.timeouts import CUT_CALLS, CUT_GLUE, cut_timeouts
 from autograder.checks.variables.model import probe, read_versions, version_weights, versioned_model
 from autograder.checks.variables.settings import (
     EXPLORE_LAYERS,
@@ -329,4 +329,5 @@ def run_publisher_explore(publisher_class: Callable[[Any], Any], *, seed: int = 
                        strategy=EXPLORE_STRATEGY,
                        deviations=PUBLISHER_DEVIATIONS if alone else PUBLISHER_READERS_DEVIATIONS,
                        samples=PUBLISHER_SAMPLES,
-                       glue=(writer, *workers, _stepped_set_weights, *CUT_GLUE))
+                       glue=(writer, *workers, _stepped_set_weights, *CUT_GLUE),
+                       stand_ins=CUT_CALLS)
