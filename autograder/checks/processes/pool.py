@@ -32,6 +32,7 @@ from autograder.checks.processes.settings import (
     IDLE_MARGIN_S,
     IDLE_MAX_S,
     IDLE_PREDICT_S,
+    IDLE_SEEN_S,
     LOAD_S,
     MB,
     OUTPUTS,
@@ -197,16 +198,24 @@ def _load(exercise: str, pool: Any, seen: PoolRun) -> None:
 
 def _idle(threads_before: list[threading.Thread]) -> float:
     """Leave the pool idle for the longest time limit its own threads are seen waiting with
-    (at most :data:`IDLE_MAX_S`) plus :data:`IDLE_MARGIN_S`; none with a limit: no wait.
+    (at most :data:`IDLE_MAX_S`) plus :data:`IDLE_MARGIN_S`; none with a limit: no wait. The
+    threads are watched until each is seen blocked at once (or ended), for at most
+    :data:`IDLE_SEEN_S`, and every limit seen meanwhile counts.
 
     Returns:
         The seconds it was left idle.
     """
     known = {id(thread) for thread in threads_before}
-    limits = [seen.limit for thread in threading.enumerate() if id(thread) not in known
-              and not isinstance(thread, threading._DummyThread)  # noqa: SLF001
-              for seen in (waiting(thread),) if seen.blocked and seen.limit is not None
-              and seen.limit <= IDLE_MAX_S]
+    limits: list[float] = []
+    watch_until = time.monotonic() + IDLE_SEEN_S
+    while True:
+        seen = [waiting(thread) for thread in threading.enumerate() if id(thread) not in known
+                and not isinstance(thread, threading._DummyThread)]  # noqa: SLF001
+        limits += [wait.limit for wait in seen if wait.blocked and wait.limit is not None
+                   and wait.limit <= IDLE_MAX_S]
+        if all(wait.blocked for wait in seen) or time.monotonic() > watch_until:
+            break
+        time.sleep(0.005)
     if not limits:
         return 0.0
     idle_s = float(max(limits)) + IDLE_MARGIN_S

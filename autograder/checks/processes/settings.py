@@ -19,6 +19,10 @@ START_S, LOAD_S, CLOSE_S, EXIT_POLLS, EXIT_POLL_S = 20.0, 20.0, 10.0, 10, 0.05
 #: most IDLE_PREDICT_S: a thread that collects answers and gives up once idle (``get(timeout=
 #: 5)``, then return) leaves that predict() waiting forever (issue #32, round 5).
 IDLE_MARGIN_S, IDLE_MAX_S, IDLE_PREDICT_S = 1.0, 15.0, 10.0
+#: How long the pool's own threads are watched, at most, until each one is seen blocked (or
+#: ended) before it is left idle: one look can catch a reader between two waits (a manager
+#: queue's get(timeout=2) is a request and a reply), and then saw no limit.
+IDLE_SEEN_S = 2.0
 #: Looks at a worker that still shows this process's command line (forked, or spawned and
 #: not yet exec'd on a loaded machine): up to 40 x 0.05 s.
 EXEC_POLLS, EXEC_POLL_S = 40, 0.05
