@@ -651,8 +651,8 @@ def test_honest_answers_pass_and_nothing_is_recorded(tmp_path):
 
 
 def test_libraries_a_check_imports_inside_its_functions_are_found(monkeypatch):
-    """A library a check imports inside a function (``import tensorflow as tf`` in lesson
-    03's explored counter check, which calls ``tf.config.run_functions_eagerly``) is not a
+    """A library a check imports inside a function (``import tensorflow as tf`` in
+    ``kit.functions_run_eagerly``, which calls ``tf.config.run_functions_eagerly``) is not a
     global of the grader's module, so the seal never remembered its names;
     :func:`audit.imported_in_functions` finds it (``seal._library_names`` must walk it too)."""
     import types

@@ -34,17 +34,17 @@ A service that uses what the stub does not model (Keras layers of its own...) or
 work once, on one thread, on it is not explored: the real-thread parts graded it. The stub's
 call answers rows that have ``.numpy()``, as a Keras call's tensor does, so
 ``model(x).numpy()`` is explored; and ``tf.function``s run their Python eagerly while a
-service is explored (:func:`functions_run_eagerly`), so a model called through one is too.
+service is explored (:func:`~autograder.checks.kit.functions_run_eagerly`), so a model
+called through one is too.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import sys
 import threading
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,7 +57,12 @@ from autograder.checks.capstone.settings import (
     EXPLORE_SEED,
     EXPLORE_TIMEOUT_S,
 )
-from autograder.checks.kit import alive_since, bounded, explored_report
+from autograder.checks.kit import (
+    alive_since,
+    bounded,
+    explored_report,
+    functions_run_eagerly,
+)
 from autograder.checks.plain import NotPlainData, plain, plain_array
 from autograder.checks.timeouts import CUT_CALLS, CUT_GLUE, cut_timeouts
 from autograder.harness import Result, explore
@@ -378,27 +383,6 @@ def _explore(service_class: Callable[..., Any], seed: int, max_schedules: int,
         if result.verdict != "pass":
             return result
     return result
-
-
-@contextlib.contextmanager
-def functions_run_eagerly() -> Iterator[None]:
-    """While inside, every ``tf.function`` runs its Python body directly
-    (``tf.config.run_functions_eagerly(True)``), when TensorFlow is loaded at all: a service
-    that calls its model through a ``tf.function`` then calls the stub model, and is explored.
-    Sound for failing, as lesson 03's explored counter argues: graph mode runs no Python per
-    call, so eager mode can only hide a race (a lock taken inside the function, which the
-    scheduler then leaves out: :func:`autograder.harness.primitives.elide_traced_lock`)."""
-    if "tensorflow" not in sys.modules:
-        yield
-        return
-    import tensorflow as tf
-
-    eager = tf.config.functions_run_eagerly()
-    tf.config.run_functions_eagerly(True)
-    try:
-        yield
-    finally:
-        tf.config.run_functions_eagerly(eager)
 
 
 def _tf_function_glue() -> tuple[types.CodeType, ...]:

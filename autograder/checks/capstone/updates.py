@@ -295,6 +295,7 @@ def run_update_first(service_class: Callable[..., Any], *, seed: int = SEED) -> 
                                                    for x in rows]))
     finally:
         updated.set()
+        start_hold.close()
         _close_quietly(held.get("service"))
     for index, (output, want, old) in enumerate(zip(held["outputs"], expected, first,
                                                     strict=True)):
@@ -373,6 +374,11 @@ class _ThreadsHeldAtStart:
         threading.settrace(self._previous)
         self._started = [thread for thread in threading.enumerate()
                          if thread not in self._before]
+
+    def close(self) -> None:
+        """Take the hold down if a constructor that never returned left it up."""
+        if threading.gettrace() is self._installed:
+            threading.settrace(self._previous)
 
     def verify(self) -> None:
         """Record an attempt when the hold was cleared (see the class)."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from autograder.checks.kit.deadline import SMOKE_TIMEOUT_S, Outcome, bounded, smoke, within
 from autograder.checks.kit.describe import describe_error, describe_threads
+from autograder.checks.kit.eager import functions_run_eagerly
 from autograder.checks.kit.memory import keras_variable_bytes
 from autograder.checks.kit.threads import (
     JoinProbe,
@@ -46,6 +47,7 @@ __all__ = [
     "describe_error",
     "describe_threads",
     "explored_report",
-    "failure", "keras_variable_bytes", "released_together", "report", "require", "require_ok",
+    "failure", "functions_run_eagerly", "keras_variable_bytes", "released_together", "report",
+    "require", "require_ok",
     "joining", "run_threads", "run_together", "smoke", "waiting_for_another", "within",
 ]

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from autograder.checks.kit import functions_run_eagerly
 from autograder.checks.plain import NotPlainData, plain, plain_array
 from autograder.checks.variables.settings import (
     COUNTER_EXPLORE_STEPS,
@@ -144,8 +145,6 @@ def run_step_counter_explore(counter_class: Callable[[], Any], *, seed: int = SE
     in the tests), then seeded samples up to ``schedules``. When ``observed`` is given, each
     schedule that passed appends what it saw (see :func:`_counter_check`).
     """
-    import tensorflow as tf
-
     threads, steps = COUNTER_EXPLORE_THREADS, 1 if first_use else COUNTER_EXPLORE_STEPS
     bound = ({"max_schedules": schedules or COUNTER_FIRST_USE_SCHEDULES, "samples": 0,
               "deviations": COUNTER_FIRST_USE_DEVIATIONS} if first_use
@@ -154,15 +153,11 @@ def run_step_counter_explore(counter_class: Callable[[], Any], *, seed: int = SE
     def setup() -> CounterTrial:
         return CounterTrial(counter_class(), [[] for _ in range(threads)])
 
-    eager = tf.config.functions_run_eagerly()
-    tf.config.run_functions_eagerly(True)
-    try:
+    with functions_run_eagerly():
         return explore(setup, _counter_workers(steps, threads),
                        _counter_check(threads * steps, observed),
                        seed=seed, timeout_s=EXPLORE_TIMEOUT_S, callbacks=not first_use,
                        **bound)
-    finally:
-        tf.config.run_functions_eagerly(eager)
 
 
 def run_step_counter_stress(counter_class: Callable[[], Any], *, seed: int = SEED,
