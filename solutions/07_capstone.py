@@ -463,12 +463,12 @@ capstone.check_weight_updates(InferenceService)
 # The grader sends requests from one client, then from sixteen at once with a few malformed
 # requests among them, and checks every answer and `stats()` after each phase. Then, on a
 # slow model (each call takes 50 ms, as a bigger model would), it calls `close()` while
-# requests are waiting in your queue: each must be answered or refused with `RuntimeError`,
-# none may hang, and every thread your service started must have ended by the time `close()`
-# returns (it is checked at that moment: a `close()` that sleeps instead of joining, or joins
-# with a timeout, fails: under load any timeout can run out while the thread still runs). A
-# client or `close()` that hangs fails within seconds, naming the stuck threads and where they
-# wait.
+# requests are waiting in your queue: each of those must be answered (only a request that
+# comes after `close()` may be refused with `RuntimeError`), none may hang, and every thread
+# your service started must have ended by the time `close()` returns (it is checked at that
+# moment: a `close()` that sleeps instead of joining, or joins with a timeout, fails: under
+# load any timeout can run out while the thread still runs). A client or `close()` that hangs
+# fails within seconds, naming the stuck threads and where they wait.
 #
 # Last, the grader runs your service under the controlled scheduler of lesson 00, on a
 # stand-in model written in NumPy: two clients and your batcher, then one client's `predict`

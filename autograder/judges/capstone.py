@@ -294,10 +294,10 @@ def _explored_bookkeeping(seen: dict) -> None:
 def check_accounting(seen: dict) -> None:
     """The one-thread answer; each phase's requests answered with their own rows (malformed
     ones raising ValueError) and ``stats()`` exact; after close(): every request answered or
-    refused, none answered once close() had returned, some answered, the service's threads
-    ended, the counts those answered, and a later request refused; and, when the bookkeeping
-    was explored, every schedule of both scenarios answered each request (see
-    :func:`_explored_bookkeeping`)."""
+    refused (answered when it waited for its answer as close() came), none answered once close()
+    had returned, some answered, the service's threads ended, the counts those answered, and a
+    later request refused; and, when the bookkeeping was explored, every schedule of both scenarios
+    answered each request (see :func:`_explored_bookkeeping`)."""
     _smoke(seen)
     stats, _, _ = _phase(seen, "sequential", 1, ACCOUNT_SEQUENTIAL)
     want = {"requests": ACCOUNT_SEQUENTIAL, "batches": ACCOUNT_SEQUENTIAL, "errors": 0}
@@ -318,6 +318,14 @@ def check_accounting(seen: dict) -> None:
     stats, served, starts = _phase(seen, "close", CLOSE_CLIENTS, CLOSE_REQUESTS,
                                    refused_ok=True)
     close = field(seen, "close", dict)
+    count = CLOSE_CLIENTS * CLOSE_REQUESTS
+    accepted = items(close, "accepted", bool, at_least=count, at_most=count)
+    outcomes = items(close, "outcomes", str, at_least=count, at_most=count)
+    for index, (was_accepted, outcome) in enumerate(zip(accepted, outcomes, strict=True)):
+        client, request = divmod(index, CLOSE_REQUESTS)
+        expect(not was_accepted or outcome == "answered",
+               f"client {client}'s request {request} waited for its answer as close() came "
+               f"(accepted) and ended {outcome!r}: close() must answer what it accepted")
     expect(field(close, "closed", bool) is True, "close() did not return")
     left = field(close, "left", int)
     expect(left == 0, f"{left} thread(s) the service started still ran after close()")

@@ -706,6 +706,19 @@ class BatcherWarmsUnderLockService(ConditionBatchService):
 BatcherWarmsUnderLockService.decided_by_construction = True
 
 
+class BatcherBuildsThroughTheClassService(ConditionBatchService):
+    """Builds the model on its batcher thread through the class
+    (``keras.Sequential.build(model, shape)``), which the model's own ``build`` hold never
+    sees: an update that comes first meets a model with no weights."""
+
+    def warm(self):
+        pass
+
+    def _serve(self):
+        type(self._model).build(self._model, (None, *self._shape))
+        super()._serve()
+
+
 class BatcherWarmsBeforeReturnService(ConditionBatchService):
     """Correct: the batcher warms the model, and ``__init__`` waits until it has."""
 
@@ -804,6 +817,25 @@ class CloseSleepsInsteadOfJoinService(ConditionBatchService):
             self._closed = True
             self._cond.notify_all()
         time.sleep(0.01)
+
+
+class CloseRefusesQueuedService(ConditionBatchService):
+    """close() refuses what is still queued (RuntimeError) instead of answering it: the batch
+    already in the model is answered, the requests accepted behind it are not (session 19's
+    c5b)."""
+
+    def close(self):
+        with self._cond:
+            self._closed = True
+            queued, self._pending = self._pending, []
+            self._cond.notify_all()
+        for request in queued:
+            request.error = RuntimeError("the service is closed")
+            request.done.set()
+        self._thread.join()
+
+
+CloseRefusesQueuedService.decided_by_construction = True
 
 
 class DeadlockCloseService(ConditionBatchService):
@@ -1050,7 +1082,8 @@ WRONG_UPDATES = [UnlockedSwapService, IdleUpdateService, ReusedBufferSwapService
 WRONG_ACCOUNTING = [DropsPartialBatchService, WindowDropsPartialService, LeakyCloseService,
                     DeadlockCloseService, WholeBatchFailsService, UncountedStatsService,
                     GraderNamedLeakService, DeadLookingLeakService, CloseWithoutJoinService,
-                    CloseSleepsInsteadOfJoinService, UnlockedSliceService, NumpyOfCallSliceService,
+                    CloseSleepsInsteadOfJoinService, CloseRefusesQueuedService,
+                    UnlockedSliceService, NumpyOfCallSliceService,
                     TfFunctionSliceService,
                     CheckThenAppendService, ReshapingService, BatchesEveryTakeService,
                     CountsAfterWakingService, UnlockedCountService, CounterUpdateService,

@@ -68,6 +68,7 @@ from autograder.checks import capstone
 from tests.checks import answers_capstone as answers
 from tests.checks.grading_runs import (
     CORRECT_RUNS,
+    RUNS,
     Exercise,
     judged,
     runs_for,
@@ -178,6 +179,15 @@ def test_torn_answer_failure_names_the_versions_it_mixed(wrong_verdicts):
 def test_stale_answer_failure_says_the_update_was_not_served(wrong_verdicts):
     message = _first_failure(wrong_verdicts, "check_weight_updates", answers.IdleUpdateService)
     assert "after update_weights() of version" in message and "expected version" in message
+
+
+def test_a_close_that_refuses_the_requests_it_had_queued_fails_naming_one(wrong_verdicts):
+    """The late requests were seen waiting for their answers inside predict() before close()
+    was called: accepted, so close() must answer them (a refusal is for later requests)."""
+    message = _first_failure(wrong_verdicts, "check_accounting",
+                             answers.CloseRefusesQueuedService)
+    assert "already waiting inside predict() for its answer when close() was called" in message
+    assert "raised RuntimeError" in message
 
 
 def test_lost_requests_name_the_stuck_client_threads(wrong_verdicts):
@@ -456,6 +466,15 @@ def test_a_warm_up_under_the_model_lock_on_the_batcher_thread_fails_the_update_s
                              answers.BatcherWarmsUnderLockService)
     assert "update_weights(weights) on a new service, before any request" in message
     assert "raised ValueError" in message
+
+
+def test_a_build_through_the_class_on_the_batcher_fails_the_update_sent_first():
+    """The batcher is held before it runs, so the build's own hold (an attribute of the
+    model) need not see the call."""
+    for _ in range(RUNS):
+        with pytest.raises(AssertionError, match="before any request, and it raised "
+                                                 "ValueError"):
+            capstone.run_update_first(answers.BatcherBuildsThroughTheClassService)
 
 
 @pytest.mark.parametrize("service", [answers.BatcherWarmsBeforeReturnService,

@@ -1,6 +1,8 @@
 """The checks' shared primitives (``autograder.checks.kit``)."""
 
+import queue
 import threading
+import time
 
 import pytest
 
@@ -14,6 +16,8 @@ from autograder.checks.kit import (
     run_threads,
     run_together,
     smoke,
+    waiting_for_another,
+    waiting_for_room,
     within,
 )
 
@@ -171,3 +175,23 @@ def test_overlap_counts_the_most_calls_running_at_once():
 
     run_together([call, call, call], timeout_s=10)
     assert overlap.most == 3
+
+
+def test_a_thread_blocked_putting_into_a_full_queue_waits_for_room_not_for_its_answer():
+    full, empty = queue.Queue(maxsize=1), queue.Queue()
+    full.put("taken")
+    putting = threading.Thread(target=full.put, args=("waits",), daemon=True)
+    getting = threading.Thread(target=empty.get, daemon=True)
+    putting.start()
+    getting.start()
+    deadline = time.monotonic() + 5
+    while not (waiting_for_another(putting) and waiting_for_another(getting)):
+        assert time.monotonic() < deadline, "the threads never blocked"
+        time.sleep(0.01)
+    assert waiting_for_room(putting)
+    assert not waiting_for_room(getting)
+    full.get()
+    empty.put("done")
+    putting.join(5)
+    getting.join(5)
+    assert not waiting_for_room(putting)

@@ -183,6 +183,21 @@ def test_a_request_lost_at_close_or_a_count_lost_is_refused(observed):
         judge.check_accounting(seen)
 
 
+def test_a_request_accepted_before_close_and_refused_is_refused(observed):
+    seen = _solution(observed, "check_accounting")
+    index = seen["close"]["accepted"].index(True)
+    seen["close"]["outcomes"][index] = "RuntimeError"
+    seen["close"]["outputs"][index] = None
+    client, request = divmod(index, capstone.CLOSE_REQUESTS)
+    with pytest.raises(Rejected, match=f"client {client}'s request {request} waited for its "
+                                       "answer as close\\(\\) came \\(accepted\\)"):
+        judge.check_accounting(seen)
+    seen = _solution(observed, "check_accounting")
+    del seen["close"]["accepted"]
+    with pytest.raises(Malformed, match="'accepted' is missing"):
+        judge.check_accounting(seen)
+
+
 def test_a_lock_per_call_rate_or_call_count_or_a_copy_per_client_is_refused(observed):
     seen = _solution(observed, "check_throughput")
     for run, lock in zip(seen["answer_runs"], seen["lock_runs"], strict=True):

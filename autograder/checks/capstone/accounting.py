@@ -46,7 +46,7 @@ from autograder.checks.capstone.settings import (
     STALL_S,
     STUCK_S,
 )
-from autograder.checks.kit import describe_error, waiting_for_another
+from autograder.checks.kit import describe_error, waiting_for_another, waiting_for_room
 from autograder.checks.plain import plain
 
 
@@ -168,11 +168,12 @@ def accounting_problems(service_class: Callable[..., Any], *, seed: int = SEED,
        every run, however loaded the machine (the waits for "seen" are bounded by
        :data:`HANDOVER_S`: a service that waits in another way, a lock held around the
        model in the caller's thread for instance, is closed then, and graded the same).
-       Every request gets its answer or ``RuntimeError`` (refused: the service is closed),
-       none hangs; ``close()`` returns in time; the threads the service started have ended
-       within :data:`JOIN_GRACE_S` of ``close()`` returning; the statistics count the
-       requests that were not refused; ``predict`` after ``close()`` raises
-       ``RuntimeError``.
+       Every request gets its answer or ``RuntimeError`` (refused: the service is closed), and a
+       late request seen waiting for its answer when ``close()`` was called (accepted: not still
+       waiting for room in a full ``queue.Queue``) gets its answer; none hangs; ``close()`` returns
+       in time; the threads the service started have ended within :data:`JOIN_GRACE_S` of
+       ``close()`` returning; the statistics count the requests that were not refused; ``predict``
+       after ``close()`` raises ``RuntimeError``.
 
     Args:
         service_class: The answer.
@@ -312,6 +313,7 @@ def _close_problems(service_class: Callable[..., Any], seed: int,
 
     late = range(1, CLOSE_CLIENTS, 2)
     go_late = threading.Event()
+    accepted: set[int] = set()  # late clients seen waiting for their answer as close() came
 
     def handed_over(run: ClientRun, c: int) -> bool:
         first = run.calls[c][0]
@@ -326,6 +328,8 @@ def _close_problems(service_class: Callable[..., Any], seed: int,
             # Each late request handed over: its caller waits inside predict() for the answer.
             wait_until(lambda: all(handed_over(run, c) for c in late), HANDOVER_S)
             seen.handed_over = sum(handed_over(run, c) for c in late)
+            accepted.update(c for c in late if handed_over(run, c)
+                            and not waiting_for_room(run.threads[c]))
             closing["started"] = start = time.perf_counter()
             thread, errors = _start(lambda: _close_and_look(service, before, closing),
                                     "grader-close")
@@ -375,6 +379,14 @@ def _close_problems(service_class: Callable[..., Any], seed: int,
     problems = _answers_problems(run, expected, set(), refused_ok=True)
     if problems:
         return problems
+    refused_accepted = [run.calls[c][0] for c in sorted(accepted)
+                        if isinstance(run.calls[c][0].error, RuntimeError)]
+    if refused_accepted:
+        return [f"client {refused_accepted[0].client}'s request was already waiting inside "
+                "predict() for its answer when close() was called, and it raised RuntimeError "
+                f"({len(refused_accepted)} such request(s) refused); expected its answer: "
+                "close() answers every request already accepted, and refuses only those that "
+                "come after it"]
     late = [c for c in run.done if c.start > closing["returned"] and c.error is None]
     if late:
         return [f"client {late[0].client} sent a request after close() had returned and got "
@@ -396,6 +408,8 @@ def _close_problems(service_class: Callable[..., Any], seed: int,
                                  "returned": float(closing["returned"]),
                                  "closed": bool(closing["finished"]), "left": len(left),
                                  "running_at_return": len(running),
+                                 "accepted": [call.client in accepted and call.index == 0
+                                              for mine in run.calls for call in mine],
                                  "after_close": "RuntimeError"}
         return []
     except Exception as error:  # noqa: BLE001 - reported to the student

@@ -32,6 +32,7 @@ from autograder.checks.kit.threads import (
     run_threads,
     run_together,
     waiting_for_another,
+    waiting_for_room,
 )
 from autograder.checks.kit.verdict import (
     call_text,
@@ -49,5 +50,6 @@ __all__ = [
     "explored_report",
     "failure", "functions_run_eagerly", "keras_variable_bytes", "released_together", "report",
     "require", "require_ok",
-    "joining", "run_threads", "run_together", "smoke", "waiting_for_another", "within",
+    "joining", "run_threads", "run_together", "smoke", "waiting_for_another",
+    "waiting_for_room", "within",
 ]

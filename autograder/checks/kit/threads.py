@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import queue
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -83,6 +84,7 @@ _WAITING_IN = frozenset({"wait", "join", "_wait_for_tstate_lock"})
 #: Where ``Thread.join`` waits (Python 3.11: ``_wait_for_tstate_lock``; 3.13: ``join``).
 _JOINING_IN = frozenset({"join", "_wait_for_tstate_lock"})
 _THREAD_START = threading.Thread.start.__code__
+_QUEUE_PUT = queue.Queue.put.__code__
 
 
 def waiting_for_another(thread: threading.Thread) -> bool:
@@ -105,6 +107,18 @@ def waiting_for_another(thread: threading.Thread) -> bool:
         if caller.f_code is _THREAD_START:
             return False
     return frame.f_code.co_name in _WAITING_IN
+
+
+def waiting_for_room(thread: threading.Thread) -> bool:
+    """True when ``thread`` waits inside ``queue.Queue.put`` (a full bounded queue): a client
+    seen there has not handed its request over yet, though :func:`waiting_for_another` is true
+    of it."""
+    frame = tamper.current_frames().get(thread.ident or -1)
+    while frame is not None:
+        if frame.f_code is _QUEUE_PUT:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def joining(thread: threading.Thread, other: threading.Thread,
