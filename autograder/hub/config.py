@@ -29,6 +29,11 @@ PASSWORD_VARIABLE = "RACELAB_HUB_PASSWORD"
 #: The environment variable that hands a student's server the :class:`HubSetup`.
 SETUP_VARIABLE = "RACELAB_HUB_SETUP"
 _BIN = Path(sys.executable).parent
+#: How long the proxy waits for a student's server to answer one request: longer than a
+#: Validate may take (``RaceLabValidate.timeout``, 1500 s; a test ties the two). Without it the
+#: proxy gave up after tornado's default 20 s and answered a slower Validate with a 503 page,
+#: which the button showed as "Cannot validate: SyntaxError: Unexpected token '<'".
+PROXY_TIMEOUT_S = 1560
 
 
 @dataclass(frozen=True)
@@ -138,7 +143,8 @@ def configure(c: Any, setup: HubSetup) -> None:
     c.JupyterHub.pid_file = str(home / "jupyterhub.pid")
     c.JupyterHub.cleanup_servers = True
     c.JupyterHub.proxy_class = "configurable-http-proxy"
-    c.ConfigurableHTTPProxy.command = [str(_BIN / "configurable-http-proxy")]
+    c.ConfigurableHTTPProxy.command = [str(_BIN / "configurable-http-proxy"),
+                                       "--proxy-timeout", str(PROXY_TIMEOUT_S * 1000)]
     c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{setup.api_port}"
     c.ConfigurableHTTPProxy.pid_file = str(home / "proxy.pid")
 

@@ -14,9 +14,15 @@ pytest.importorskip("jupyterhub")
 from jupyterhub.auth import DummyAuthenticator  # noqa: E402
 from traitlets.config import Config  # noqa: E402
 
-from autograder.hub.config import USERNAME_PATTERN, HubSetup, configure  # noqa: E402
+from autograder.hub.config import (  # noqa: E402
+    PROXY_TIMEOUT_S,
+    USERNAME_PATTERN,
+    HubSetup,
+    configure,
+)
 from autograder.hub.singleuser import write_student_lab  # noqa: E402
 from autograder.lab.config import LabSetup, server_config  # noqa: E402
+from autograder.lab.server import RaceLabValidate  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
 
 
@@ -52,6 +58,16 @@ def test_each_students_server_gets_the_class_mode_lab_with_the_hub_user_as_stude
     assert json.loads((config / "jupyter_server_config.json").read_text()) == \
         server_config(make_lab)
     assert spawn(setup, "bob").environment["JUPYTER_CONFIG_DIR"] != str(config)
+
+
+def test_the_proxy_waits_for_a_validate_as_long_as_the_validate_may_take(tmp_path):
+    """The proxy's own default gave up on a request after 20 s: a slower Validate got a 503
+    page instead of its verdict."""
+    c = Config()
+    configure(c, HubSetup(tmp_path / "hub", tmp_path / "exchange"))
+    command = c.ConfigurableHTTPProxy.command
+    waits_s = int(command[command.index("--proxy-timeout") + 1]) / 1000
+    assert waits_s == PROXY_TIMEOUT_S > RaceLabValidate.timeout.default_value
 
 
 @pytest.mark.parametrize("name", ["a+b", "../alice", "alice/x", "", "x" * 40, "-alice"])
