@@ -318,9 +318,14 @@ def press_validate(page, panel_id: str) -> None:
 
 
 def validation_dialog(page) -> str:
-    """Wait for the Validate dialog; returns its message's classes."""
+    """Wait for the Validate dialog; returns its message's classes. A dialog that says the
+    notebook could not be validated at all (no verdict: the request failed) fails at once,
+    with its text, instead of waiting out :data:`VALIDATE_S` for a verdict that cannot come."""
     message = page.locator(".jp-Dialog #validation-message")
-    message.wait_for(timeout=VALIDATE_S * 1000)
+    unvalidated = page.locator(".jp-Dialog", has_text="Cannot validate")
+    message.or_(unvalidated).first.wait_for(timeout=VALIDATE_S * 1000)
+    if not message.is_visible():
+        raise AssertionError(f"Validate gave no verdict: {unvalidated.first.inner_text()}")
     return message.get_attribute("class") or ""
 
 
