@@ -327,9 +327,9 @@ def _close_problems(service_class: Callable[..., Any], seed: int,
             go_late.set()
             # Each late request handed over: its caller waits inside predict() for the answer.
             wait_until(lambda: all(handed_over(run, c) for c in late), HANDOVER_S)
-            seen.handed_over = sum(handed_over(run, c) for c in late)
-            accepted.update(c for c in late if handed_over(run, c)
-                            and not waiting_for_room(run.threads[c]))
+            handed = [c for c in late if handed_over(run, c)]
+            seen.handed_over = len(handed)
+            accepted.update(c for c in handed if not waiting_for_room(run.threads[c]))
             closing["started"] = start = time.perf_counter()
             thread, errors = _start(lambda: _close_and_look(service, before, closing),
                                     "grader-close")
