@@ -23,8 +23,9 @@ RELEASED_BY = ("", "join", "quiet", "timeout", "finish")
 #: Exercise 3's hidden pure-Python ledgers, alike.
 EXPLORE_LEDGERS = [
     ("PlainLockPerCall", True), ("PlainTwoLocks", True), ("PlainUnlockedReader", True),
-    ("PlainLedger", True), ("PlainRLock", False), ("PlainTuple", False), ("PlainLocked", False),
-    ("PlainOrderDeadlock", True), ("PlainLostNoTear", True),
+    ("PlainLedger", True), ("PlainTuple", False), ("PlainLocked", False),
+    ("PlainRowsFirst", True), ("PlainOrderDeadlock", True), ("PlainLostNoTear", True),
+    ("PlainRLock", False),
 ]
 #: Verdicts of a harness Result that name a race, and what the grader's witness of the
 #: explored ledgers can see (``autograder.checks.stress_tests``: ``FAILING``, ``ANOMALIES``).

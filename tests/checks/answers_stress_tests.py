@@ -607,8 +607,30 @@ def explore_writers_then_reader(make_ledger: Any) -> Any:
     return explore(setup, [writer, writer, reader], check, seed=0, max_schedules=150)
 
 
+def explore_rows_at_least(make_ledger: Any) -> Any:
+    """Wrong (red team, session 26; it passed): two writers and a reader, but a snapshot counts
+    as torn only when it has fewer rows than its requests need, so a ledger that counts the
+    rows first (``PlainRowsFirst``) tears unseen."""
+    def setup() -> dict[str, Any]:
+        return {"ledger": make_ledger(), "seen": []}
+
+    def writer(state: dict[str, Any]) -> None:
+        state["ledger"].record(batch(ROWS))
+
+    def reader(state: dict[str, Any]) -> None:
+        state["seen"].append(state["ledger"].totals())
+
+    def check(state: dict[str, Any]) -> None:
+        for requests, rows in state["seen"]:
+            assert rows >= ROWS * requests, f"torn snapshot {(requests, rows)}"
+        assert state["ledger"].totals() == (2, 2 * ROWS), "lost update"
+
+    return explore(setup, [writer, writer, reader], check, seed=0, max_schedules=200)
+
+
 WRONG_EXPLORES = [explore_no_reader, explore_final_only, explore_one_writer_unchecked,
-                  explore_too_strict, explore_one_writer_checked, explore_writers_then_reader]
+                  explore_too_strict, explore_one_writer_checked, explore_writers_then_reader,
+                  explore_rows_at_least]
 
 
 def explore_two_readers(make_ledger: Any) -> Any:

@@ -45,6 +45,7 @@ from autograder.checks.stress_tests.gil_hidden import (
     PlainLostNoTear,
     PlainOrderDeadlock,
     PlainRLock,
+    PlainRowsFirst,
     PlainTuple,
     PlainTwoLocks,
     PlainUnlockedReader,
@@ -103,7 +104,7 @@ __all__ = [
     "alternating", "measure_problems", "sleeper",
     # exercise 3: the hidden pure-Python ledgers
     "GIL_HIDDEN_RACY", "GIL_HIDDEN_CORRECT", "PlainLedger", "PlainUnlockedReader",
-    "PlainLockPerCall", "PlainTwoLocks", "PlainLostNoTear", "PlainOrderDeadlock",
+    "PlainLockPerCall", "PlainTwoLocks", "PlainLostNoTear", "PlainOrderDeadlock", "PlainRowsFirst",
     "PlainLocked", "PlainTuple", "PlainRLock",
     # exercise 3: what the grader saw the exploration do to them, and what a Result must say
     "witnessed", "ANOMALIES", "FAILING",

@@ -37,6 +37,17 @@ class PlainUnlockedReader(PlainLedger):
             self.rows += len(data)
 
 
+class PlainRowsFirst(PlainUnlockedReader):
+    """Racy (GIL-hidden): the writer locks, the reader does not, and ``record`` counts the
+    rows before the request, so a torn snapshot shows rows that no counted request made: a
+    check that only looks for requests without their rows never sees it."""
+
+    def record(self, data: Any) -> None:
+        with self.lock:
+            self.rows += len(data)
+            self.requests += 1
+
+
 class PlainLockPerCall(PlainLedger):
     """Racy (GIL-hidden): a lock made in every call."""
 
@@ -164,8 +175,9 @@ class PlainOrderDeadlock:
 #: The racy variants differ in how they fail, so that only a general test catches all of
 #: them (issue #18, class 7): lost updates and torn snapshots (``PlainLedger``,
 #: ``PlainLockPerCall``), torn snapshots without any lost update (``PlainUnlockedReader``,
-#: ``PlainTwoLocks``), lost updates without any torn snapshot (``PlainLostNoTear``) and a
-#: deadlock without either (``PlainOrderDeadlock``).
+#: ``PlainTwoLocks``; ``PlainRowsFirst`` tears the other way), lost updates without any torn
+#: snapshot (``PlainLostNoTear``) and a deadlock without either (``PlainOrderDeadlock``).
 GIL_HIDDEN_RACY: tuple[type, ...] = (PlainLedger, PlainUnlockedReader, PlainLockPerCall,
-                                     PlainTwoLocks, PlainLostNoTear, PlainOrderDeadlock)
+                                     PlainTwoLocks, PlainLostNoTear, PlainOrderDeadlock,
+                                     PlainRowsFirst)
 GIL_HIDDEN_CORRECT: tuple[type, ...] = (PlainLocked, PlainTuple, PlainRLock)
