@@ -25,12 +25,15 @@ SMOKE_VALUE = 7
 SMOKE_RECORD = ["write", "best", "best_lock"]
 RECORD_KEYS = ["end", "lock", "op", "resource", "start", "thread"]
 #: Exercises 2 to 4: the hidden logs (every analysis), the small lockset logs (graded first by
-#: ``check_lockset_races``), and the SHA-256 of each set's records as the judge reads them
-#: (:func:`fingerprint`): the logs graded are the grader's, unchanged.
+#: ``check_lockset_races``), the small conflict logs (graded first by ``check_find_conflicts``)
+#: and the SHA-256 of each set's records as the judge reads them (:func:`fingerprint`): the
+#: logs graded are the grader's, unchanged.
 HIDDEN_LOGS = 40
 EDGE_LOGS = 7
+CONFLICT_EDGE_LOGS = 5
 HIDDEN_LOGS_SHA256 = "14161c0b8bda29f166d5c846f4d2387052c1546be9cfca78d45a4bddedb11b91"
 EDGE_LOGS_SHA256 = "f4f4a88d0a336339c456d2acbb6259efa8afd4b58aa7c6944cd80d73800367a6"
+CONFLICT_EDGE_LOGS_SHA256 = "bb3d0dff92f603fbb36aefa00f10de620449e8d2b4069a2965e87529bdd2f032"
 #: Exercise 5: the most schedules the graded exploration runs, the seeded samples after its
 #: bound, the trainers' scores and the lock name every access must be logged with.
 SCHEDULES = 1000
@@ -251,8 +254,11 @@ def check_who_overwrote(seen: dict) -> None:
 
 
 def check_find_conflicts(seen: dict) -> None:
-    """On each of the hidden logs, exactly the conflicting pairs the definition finds, once."""
-    _judge_results(seen, "find_conflicts", find_conflicts, _pair)
+    """On each small conflict log, then each hidden log, exactly the conflicting pairs the
+    definition finds, each once."""
+    _judge_results(seen, "find_conflicts", find_conflicts, _pair,
+                   counts=(CONFLICT_EDGE_LOGS, HIDDEN_LOGS),
+                   digests=(CONFLICT_EDGE_LOGS_SHA256, HIDDEN_LOGS_SHA256))
 
 
 def check_lockset_races(seen: dict) -> None:

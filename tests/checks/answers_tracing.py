@@ -456,9 +456,32 @@ def find_conflicts_as_generator(log):
     return ([i, j] for i, j in _conflicts(log))
 
 
+def find_conflicts_one_starts_inside(log):
+    """Wrong (red team, session 26; it passed): two accesses overlap only when one starts
+    strictly inside the other, so two that start at the same nanosecond never conflict."""
+    def during(t, access):
+        return access["start"] < t < access["end"]
+
+    pairs = []
+    for i, a in enumerate(log):
+        for j in range(i + 1, len(log)):
+            b = log[j]
+            if a["resource"] != b["resource"] or a["thread"] == b["thread"]:
+                continue
+            if a["op"] != "write" and b["op"] != "write":
+                continue
+            if not (during(a["start"], b) or during(b["start"], a)):
+                continue
+            if a["lock"] is not None and a["lock"] == b["lock"]:
+                continue
+            pairs.append((i, j))
+    return pairs
+
+
 WRONG_FIND_CONFLICTS = [find_conflicts_touching, find_conflicts_read_read,
                         find_conflicts_ignores_locks, find_conflicts_any_lock,
-                        find_conflicts_neighbours, find_conflicts_both_directions]
+                        find_conflicts_neighbours, find_conflicts_both_directions,
+                        find_conflicts_one_starts_inside]
 CORRECT_FIND_CONFLICTS = [find_conflicts_sweep, find_conflicts_grouped,
                           find_conflicts_as_generator]
 

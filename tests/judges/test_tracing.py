@@ -8,7 +8,7 @@ import pytest
 
 from autograder.checks import tracing
 from autograder.checks.tracing import settings
-from autograder.checks.tracing.logs import _hidden_logs, _lockset_edge_logs
+from autograder.checks.tracing.logs import _conflict_edge_logs, _hidden_logs, _lockset_edge_logs
 from autograder.checks.tracing.recording import _record
 from autograder.judges import Malformed, Rejected
 from autograder.judges import tracing as judge
@@ -214,6 +214,7 @@ def test_the_judges_constants_are_the_checks_settings():
         settings.LOG_EXPLORE_THREADS, settings.LOG_SCHEDULES, settings.LOG_SAMPLES)
     assert judge.HIDDEN_LOGS == tracing.HIDDEN_LOGS
     assert judge.EDGE_LOGS == len(_lockset_edge_logs())
+    assert judge.CONFLICT_EDGE_LOGS == len(_conflict_edge_logs())
     assert judge.SCHEDULES == tracing.SCHEDULES
     assert judge.SAMPLES == tracing.SAMPLES
     assert judge.PUBLISH_SCORES == tracing.PUBLISH_SCORES
@@ -222,7 +223,8 @@ def test_the_judges_constants_are_the_checks_settings():
     assert sorted(log[0]) == judge.RECORD_KEYS
     assert [log[0]["op"], log[0]["resource"], log[0]["lock"]] == judge.SMOKE_RECORD
     for logs, digest in ((_hidden_logs(), judge.HIDDEN_LOGS_SHA256),
-                         (_lockset_edge_logs(), judge.EDGE_LOGS_SHA256)):
+                         (_lockset_edge_logs(), judge.EDGE_LOGS_SHA256),
+                         (_conflict_edge_logs(), judge.CONFLICT_EDGE_LOGS_SHA256)):
         assert judge.fingerprint([[_record(r) for r in log] for _, log in logs]) == digest
         for _, log in logs:
             records = [_record(r) for r in log]

@@ -21,7 +21,7 @@ from autograder.checks.kit import (
     smoke,
 )
 from autograder.checks.plain import NotPlainData, plain
-from autograder.checks.tracing.logs import _hidden_logs, _lockset_edge_logs
+from autograder.checks.tracing.logs import _conflict_edge_logs, _hidden_logs, _lockset_edge_logs
 from autograder.checks.tracing.publishing import run_publish_locked
 from autograder.checks.tracing.recording import (
     _record,
@@ -244,11 +244,13 @@ def _explain_pair(log: list[dict[str, Any]], item: Any) -> str:
 
 
 def check_find_conflicts(find_conflicts: Callable[[list[dict[str, Any]]], Any]) -> None:
-    """Graded on 40 hidden seeded logs (20 racy, 20 clean) against the notebook's definition;
-    reports every log and what ``find_conflicts`` returned on it (for the judge)."""
+    """Graded on 5 small logs (accesses that start together, or listed out of order) and the
+    40 hidden seeded logs (20 racy, 20 clean) against the notebook's definition; reports every
+    log and what ``find_conflicts`` returned on it (for the judge)."""
     report(_grade_on_hidden_logs(find_conflicts, exercise="find_conflicts",
                                  reference=reference_find_conflicts, normalise=_norm_pairs,
-                                 explain=_explain_pair))
+                                 explain=_explain_pair,
+                                 logs=_conflict_edge_logs() + _hidden_logs()))
 
 
 def _norm_resources(got: Any) -> set[str]:

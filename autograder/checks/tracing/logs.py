@@ -109,3 +109,31 @@ def _lockset_edge_logs() -> list[tuple[str, list[dict[str, Any]]]]:
          _access(b, "read", "best", 2000, "best_lock")],
     ]
     return [(f"small log #{k}", log) for k, log in enumerate(edge)]
+
+
+def _span(thread: str, op: str, resource: str, start: int, end: int,
+          lock: str | None = None) -> dict[str, Any]:
+    return {"thread": thread, "op": op, "resource": resource, "start": start, "end": end,
+            "lock": lock}
+
+
+def _conflict_edge_logs() -> list[tuple[str, list[dict[str, Any]]]]:
+    """Small logs, each deciding one part of the conflict definition the random logs may not:
+    those give every access its own start, and list them by start."""
+    a, b = "worker-0", "worker-1"
+    edge = [
+        # two writes that start at the same nanosecond: they overlap
+        [_span(a, "write", "best", 0, 900), _span(b, "write", "best", 0, 500)],
+        # a read and a write with the same start and the same end
+        [_span(a, "read", "best", 100, 900), _span(b, "write", "best", 100, 900)],
+        # a write inside a longer read, the later start listed first
+        [_span(b, "write", "best", 500, 700), _span(a, "read", "best", 0, 2000)],
+        # the same start under the same lock, and the same start on one thread: no conflict
+        [_span(a, "write", "best", 0, 900, "best_lock"),
+         _span(b, "write", "best", 0, 900, "best_lock"),
+         _span(a, "write", "step", 1000, 1900), _span(a, "read", "step", 1000, 1500)],
+        # back to back from the same start: one ends as the other starts, then a same-start pair
+        [_span(a, "write", "best", 0, 900), _span(b, "write", "best", 900, 1800),
+         _span(a, "read", "best", 900, 1000)],
+    ]
+    return [(f"small log #{k}", log) for k, log in enumerate(edge)]
