@@ -749,6 +749,37 @@ def publish_saves_on_a_thread(best, lock, name, score, access, save):
         threading.Thread(target=save, args=(name,)).start()
 
 
+def publish_timed_acquire_unchecked(best, lock, name, score, access, save):
+    """Wrong (red team, session 26; it passed): ``lock.acquire(timeout=1.0)`` whose result is
+    never looked at: on a loaded machine the wait gives up and the trainer publishes without
+    the lock (and then releases a lock it does not hold)."""
+    lock.acquire(timeout=1.0)
+    try:
+        seen = access("read", "best", lambda: best["score"], lock="best_lock")
+        better = score > seen
+        if better:
+            access("write", "best", lambda: best.update(score=score, by=name), lock="best_lock")
+    finally:
+        lock.release()
+    if better:
+        save(name)
+
+
+def publish_timed_acquire_retried(best, lock, name, score, access, save):
+    """Correct: a timed acquire whose result is checked, tried again until it succeeds."""
+    while not lock.acquire(timeout=0.5):
+        pass
+    try:
+        seen = access("read", "best", lambda: best["score"], lock="best_lock")
+        better = score > seen
+        if better:
+            access("write", "best", lambda: best.update(score=score, by=name), lock="best_lock")
+    finally:
+        lock.release()
+    if better:
+        save(name)
+
+
 def publish_spin_acquire(best, lock, name, score, access, save):
     """Correct (red team, session 26; it timed out in schedule 125 before): a non-blocking
     acquire retried after a short sleep, then the fixed publish in ``try``/``finally``."""
@@ -768,9 +799,11 @@ def publish_spin_acquire(best, lock, name, score, access, save):
 WRONG_PUBLISH = [publish_unlocked, publish_split_locks, publish_save_under_lock,
                  publish_lock_not_logged, publish_new_lock, publish_tie_wins, publish_own_lock,
                  publish_write_not_logged, publish_saves_if_still_the_record,
-                 publish_reads_before_the_lock, publish_saves_on_a_thread]
+                 publish_reads_before_the_lock, publish_saves_on_a_thread,
+                 publish_timed_acquire_unchecked]
 publish_saves_on_a_thread.decided_by_construction = True  # explore: the default schedule
-CORRECT_PUBLISH = [publish_acquire_finally, publish_decide_then_save, publish_spin_acquire]
+CORRECT_PUBLISH = [publish_acquire_finally, publish_decide_then_save, publish_spin_acquire,
+                   publish_timed_acquire_retried]
 
 
 # --------------------------------------------------------------------------- lying answers

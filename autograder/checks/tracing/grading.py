@@ -281,6 +281,13 @@ def check_lockset_races(lockset_races: Callable[[list[dict[str, Any]]], Any]) ->
 # --------------------------------------------------------------------------- exercise 5
 
 
+_PUBLISH_ERROR_HINT = (
+    "expected every trainer to hold the lock it was passed from before its read to after its "
+    "write, and to release only a lock it holds. A timed acquire(timeout=...) can give up on "
+    "a loaded machine (it returns False, and the scheduler tries that): check what it "
+    "returned before you go on, or wait without a timeout")
+
+
 def check_publish_locked(publish_locked: Callable[..., Any], **kwargs: Any) -> None:
     """Graded with the controlled scheduler: the best score survives, the log proves it.
 
@@ -290,6 +297,7 @@ def check_publish_locked(publish_locked: Callable[..., Any], **kwargs: Any) -> N
     schedules: list = []
     result = run_publish_locked(publish_locked, observed=schedules, **kwargs)
     require(result, exercise="publish_locked",
-            again=call_text("tracing.run_publish_locked", "publish_locked", **kwargs))
+            again=call_text("tracing.run_publish_locked", "publish_locked", **kwargs),
+            hints={"error": _PUBLISH_ERROR_HINT})
     report(explored_report(result, schedules))
 

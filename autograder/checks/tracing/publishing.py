@@ -2,44 +2,18 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any
 
 from autograder.checks.plain import plain
 from autograder.checks.tracing.references import reference_find_conflicts, reference_log_access
 from autograder.checks.tracing.settings import PUBLISH_SCORES, SAMPLES, SCHEDULES, SEED
+from autograder.harness import primitives
 from autograder.harness.tamper import opaque
 
-
-class OwnedLock:
-    """A ``threading.Lock`` that also knows which thread holds it (for the ``save`` check)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.owner: int | None = None
-
-    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
-        got = self._lock.acquire(blocking, timeout)
-        if got:
-            self.owner = threading.get_ident()
-        return got
-
-    def release(self) -> None:
-        self.owner = None
-        self._lock.release()
-
-    def locked(self) -> bool:
-        return self._lock.locked()
-
-    def held_by_me(self) -> bool:
-        return self.owner == threading.get_ident()
-
-    def __enter__(self) -> bool:
-        return self.acquire()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.release()
+#: The trainers' lock: the harness's lock that knows its holder, so that a timed ``acquire``
+#: in the answer may give up in a schedule, as a ``threading.Lock``'s may on a loaded machine.
+OwnedLock = primitives.OwnedLock
 
 
 def run_publish_locked(publish_locked: Callable[..., Any], *, seed: int = SEED,
@@ -62,10 +36,10 @@ def run_publish_locked(publish_locked: Callable[..., Any], *, seed: int = SEED,
     def make_worker(name: str) -> Callable[[dict[str, Any]], None]:
         def worker(state: dict[str, Any]) -> None:
             def save(who: str) -> None:
-                state["saves"].append((who, state["lock"].held_by_me()))
+                state["saves"].append((who, state["lock"].held_here()))
 
             def access(op: str, resource: str, fn: Callable[[], Any], lock: Any = None) -> Any:
-                state["accesses"].append((name, op, state["lock"].held_by_me()))
+                state["accesses"].append((name, op, state["lock"].held_here()))
                 return reference_log_access(state["log"], op, resource, fn, lock=lock)
 
             # Opaque: the answer cannot reach the log or the saves through them.
