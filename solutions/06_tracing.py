@@ -440,7 +440,9 @@ claim("the trace held the evaluate and publish regions of all four trainers",
 # it raises (an `OSError`, or a `BaseException` such as `KeyboardInterrupt`), the record is
 # still appended and the exception still reaches the caller: a failed write is exactly the
 # access you will want to see. Hold no lock of your own around `fn()`: a logger that
-# serialises the accesses it logs hides the races it is there to find. The log is shared by
+# serialises the accesses it logs hides the races it is there to find. `lock` is what the
+# caller says it holds: record it as said, never take a lock for it (that would make the
+# claim true and hide a caller that never held the lock). The log is shared by
 # every thread, so add the record in one step (`list.append` is atomic): a log copied, changed
 # and written back (`log[:] = sorted(log + [record])`) loses the record another thread added
 # meanwhile. The grader runs your function from real threads, then under a controlled

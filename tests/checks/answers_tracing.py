@@ -233,12 +233,26 @@ def log_access_keeping_the_error(log, op, resource, fn, lock=None):
         log.append(record)
 
 
+_NAMED_LOCKS: dict = {}
+
+
+def log_access_takes_the_named_lock(log, op, resource, fn, lock=None):
+    """Wrong (red team, session 26; it passed): runs ``fn()`` under a lock of its own, one per
+    lock name a caller gives: the record's lock claim comes true by itself, so a caller that
+    never held the real lock is hidden."""
+    if lock is None:
+        return log_access_except_reraise(log, op, resource, fn, lock=lock)
+    with _NAMED_LOCKS.setdefault(lock, threading.Lock()):
+        return log_access_except_reraise(log, op, resource, fn, lock=lock)
+
+
 WRONG_LOG_ACCESS = [log_access_wall_clock, log_access_start_after_call, log_access_no_finally,
                     log_access_swallows, log_access_main_thread, log_access_no_return,
                     log_access_except_exception, log_access_retries_once,
                     log_access_serialised, log_access_sorted_copy, log_access_rebuilt,
-                    log_access_serialising_writes]
+                    log_access_serialising_writes, log_access_takes_the_named_lock]
 log_access_serialising_writes.decided_by_construction = True  # fn() calls meet or time out
+log_access_takes_the_named_lock.decided_by_construction = True  # alike
 CORRECT_LOG_ACCESS = [log_access_except_reraise, log_access_context_manager,
                       log_access_locked_append, log_access_keeping_the_error]
 

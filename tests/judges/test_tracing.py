@@ -7,7 +7,7 @@ import time
 import pytest
 
 from autograder.checks import tracing
-from autograder.checks.tracing import settings
+from autograder.checks.tracing import recording, settings
 from autograder.checks.tracing.logs import _conflict_edge_logs, _hidden_logs, _lockset_edge_logs
 from autograder.checks.tracing.recording import _record
 from autograder.judges import Malformed, Rejected
@@ -178,9 +178,12 @@ def test_a_log_access_whose_accesses_never_overlapped_is_refused(observed):
 
 def test_a_log_access_whose_two_writers_never_met_in_fn_is_refused(observed):
     seen = observed["check_log_access"]
-    assert seen["together"] == {"read": True, "write": True}
-    _refused("check_log_access", {**seen, "together": {"read": True, "write": False}},
+    assert seen["together"] == {case: True for case in judge.TOGETHER_CASES}
+    _refused("check_log_access", {**seen, "together": {**seen["together"], "write": False}},
              "writes of one resource did not run at once")
+    named = {**seen["together"], "write naming one lock": False}
+    _refused("check_log_access", {**seen, "together": named},
+             "write naming one locks of one resource did not run at once")
 
 
 def test_a_publish_that_returned_before_its_save_is_refused(observed):
@@ -214,6 +217,7 @@ def test_the_judges_constants_are_the_checks_settings():
         settings.LOG_EXPLORE_THREADS, settings.LOG_SCHEDULES, settings.LOG_SAMPLES)
     assert judge.HIDDEN_LOGS == tracing.HIDDEN_LOGS
     assert judge.EDGE_LOGS == len(_lockset_edge_logs())
+    assert judge.TOGETHER_CASES == tuple(name for name, _, _ in recording.TOGETHER_CASES)
     assert judge.CONFLICT_EDGE_LOGS == len(_conflict_edge_logs())
     assert judge.SCHEDULES == tracing.SCHEDULES
     assert judge.SAMPLES == tracing.SAMPLES

@@ -24,6 +24,7 @@ from autograder.checks.plain import NotPlainData, plain
 from autograder.checks.tracing.logs import _conflict_edge_logs, _hidden_logs, _lockset_edge_logs
 from autograder.checks.tracing.publishing import run_publish_locked
 from autograder.checks.tracing.recording import (
+    TOGETHER_CASES,
     _record,
     run_log_access,
     run_log_access_explore,
@@ -62,14 +63,15 @@ def check_log_access(log_access: Callable[..., Any]) -> None:
             "there to find; expected it to hold no lock around fn() (appending to a list is "
             "atomic)")
     together = run_log_access_together(log_access)
-    apart = [op for op in ("read", "write") if not together[op]]
+    apart = [name for name, _, _ in TOGETHER_CASES if not together[name]]
     if apart:
         raise AssertionError(
             f"log_access: two threads that hold no lock each logged a {apart[0]} of one "
             f"resource, and each fn() waited {TOGETHER_WAIT_S:g} s for the other's fn() to "
             "start too, in vain: log_access ran them one after the other (a lock of its own "
             "around fn()), so the log can no longer show the races it is there to find; "
-            "expected it to hold no lock around fn(), for reads and writes alike")
+            "expected it to hold no lock around fn(), for reads and writes alike, and to "
+            "record the lock a caller names, not to take one for it")
     schedules: list = []
     explored = run_log_access_explore(log_access, observed=schedules)
     require(explored, exercise="log_access",

@@ -208,21 +208,31 @@ def _record_fields(log: Any) -> Any:
             for record in list(log)]
 
 
+#: What :func:`run_log_access_together` tries: (its name, the op, the lock name both threads
+#: log). The last: two threads that say they hold one lock, which a logger must record as
+#: said, not make true with a lock of its own (that would hide a caller that never held it).
+TOGETHER_CASES = (("read", "read", None), ("write", "write", None),
+                  ("write naming one lock", "write", "best_lock"))
+
+
 def run_log_access_together(log_access: Callable[..., Any], *,
                             wait_s: float = TOGETHER_WAIT_S) -> dict[str, bool]:
-    """Two real threads log an access to one resource at once, holding no lock: first a read,
-    then a write. Each ``fn`` waits (at most ``wait_s``) until the other thread's ``fn`` has
-    started too.
+    """Two real threads log an access to one resource at once (:data:`TOGETHER_CASES`): a
+    read, a write, and a write both threads log under one lock name while holding none. Each
+    ``fn`` waits (at most ``wait_s``) until the other thread's ``fn`` has started too.
 
     Returns:
-        For ``"read"`` and ``"write"``: whether both ``fn`` calls ran at once (False when
+        For each case's name: whether both ``fn`` calls ran at once (False when
         ``log_access`` ran them one after the other, a lock of its own around ``fn()``).
     """
-    return {op: _both_inside(log_access, op, wait_s) for op in ("read", "write")}
+    return {name: _both_inside(log_access, op, wait_s, lock)
+            for name, op, lock in TOGETHER_CASES}
 
 
-def _both_inside(log_access: Callable[..., Any], op: str, wait_s: float) -> bool:
-    """Whether two threads' ``op`` of one resource, logged at once, ran their ``fn`` at once."""
+def _both_inside(log_access: Callable[..., Any], op: str, wait_s: float,
+                 lock: str | None = None) -> bool:
+    """Whether two threads' ``op`` of one resource, logged at once (under the lock name
+    ``lock``), ran their ``fn`` at once."""
     barrier = threading.Barrier(2)
     log: list = []
     met: list[bool] = []
@@ -235,7 +245,7 @@ def _both_inside(log_access: Callable[..., Any], op: str, wait_s: float) -> bool
 
     def body() -> None:
         with contextlib.suppress(threading.BrokenBarrierError):
-            log_access(log, op, "best", fn)
+            log_access(log, op, "best", fn, lock=lock)
 
     _, errors = released_together([body, body], timeout_s=2 * wait_s + 30)
     failed = next((error for error in errors if error is not None), None)
