@@ -434,7 +434,8 @@ stress_tests.check_stress_test(stress_ledger)
 #
 # The grader does not compare your numbers with any value. It runs `measure` on servers whose
 # physics is known and checks the numbers obey it: `serve` is called from `threads` threads,
-# whatever the number of cores (threads that sleep or wait on I/O overlap beyond it); every
+# whatever the number of cores (threads that sleep or wait on I/O overlap beyond it), `calls`
+# times on each (a warm-up call inside the run would be one more, and skew the rate); every
 # number is positive; no call takes longer than the run; the latencies fit in
 # `threads * wall_s`; a call that sleeps 4 ms takes at least 4 ms; four threads sleeping at once
 # finish much sooner than one after another, but behind one lock they cannot; and calls of 1 ms

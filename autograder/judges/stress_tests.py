@@ -144,6 +144,9 @@ def check_measure(seen: dict) -> None:
         callers = field(field(seen, name, dict), "callers", int)
         expect(callers == THREADS, f"{where}: serve() was called from {callers} threads, not "
                                    f"{THREADS}")
+        made = items(field(seen, name, dict), "calls", int, at_least=THREADS, at_most=THREADS)
+        expect(made == [CALLS] * THREADS, f"{where}: serve() was called {made} times per "
+                                          f"thread, not {CALLS} on each")
         expect(wall > 0 and min(latencies) > 0 and throughput > 0,
                f"{where}: a number was not positive")
         expect(not abs(throughput * wall / calls - 1) > 0.02,

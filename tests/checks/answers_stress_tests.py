@@ -479,9 +479,39 @@ def measure_no_more_threads_than_cores(serve: Any, threads: int, calls: int) -> 
 
 
 measure_no_more_threads_than_cores.decided_by_construction = True
+def measure_warms_up_inside_the_run(serve: Any, threads: int, calls: int) -> dict[str, Any]:
+    """Wrong (red team, session 26; it passed): each thread makes one untimed warm-up call
+    after the start, inside ``wall_s``: calls + 1 calls per thread, so the throughput counts
+    calls * threads calls over a run that made more."""
+    barrier = threading.Barrier(threads + 1)
+    latencies: list[list[float]] = [[] for _ in range(threads)]
+
+    def body(k: int) -> None:
+        barrier.wait()
+        serve()
+        for _ in range(calls):
+            start = time.perf_counter()
+            serve()
+            latencies[k].append(time.perf_counter() - start)
+
+    pool = [threading.Thread(target=body, args=(k,)) for k in range(threads)]
+    for thread in pool:
+        thread.start()
+    barrier.wait()
+    start = time.perf_counter()
+    for thread in pool:
+        thread.join()
+    wall = time.perf_counter() - start
+    flat = [x for own in latencies for x in own]
+    return {"wall_s": wall, "latencies_s": flat, "throughput": len(flat) / wall}
+
+
+measure_warms_up_inside_the_run.decided_by_construction = True  # counted, every run
+
+
 WRONG_MEASURES = [measure_one_after_another, measure_average_latency, measure_cpu_time,
                   measure_forgets_threads, measure_infinite_wall,
-                  measure_no_more_threads_than_cores]
+                  measure_no_more_threads_than_cores, measure_warms_up_inside_the_run]
 
 
 def measure_with_executor(serve: Any, threads: int, calls: int) -> dict[str, Any]:

@@ -157,6 +157,9 @@ def test_a_benchmark_that_serialized_or_averaged_is_refused(observed):
     average = sum(alternating["latencies_s"]) / 24  # every call given the mean latency
     with pytest.raises(Rejected, match="longest latency"):
         judge.check_measure(_case(seen, judge.ALTERNATING, latencies_s=[average] * 24))
+    warmed = {**seen[judge.OVERLAPPING], "calls": [judge.CALLS + 1] * judge.THREADS}
+    with pytest.raises(Rejected, match="times per thread"):
+        judge.check_measure({**seen, judge.OVERLAPPING: warmed})
     with pytest.raises(Rejected, match="not 24 calls"):
         judge.check_measure(_case(seen, judge.LOCKED, throughput=12 / seen[judge.LOCKED]["wall_s"]))
     with pytest.raises(Rejected, match="23 latencies"):

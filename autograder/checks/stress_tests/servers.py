@@ -42,14 +42,25 @@ class Callers:
     def __init__(self, serve: Callable[[], None]) -> None:
         self._serve = serve
         self._threads: dict[int, threading.Thread] = {}
+        self._calls: dict[int, int] = {}
 
     def __call__(self) -> None:
         thread = threading.current_thread()
         self._threads.setdefault(id(thread), thread)
+        with _COUNTING:
+            self._calls[id(thread)] = self._calls.get(id(thread), 0) + 1
         self._serve()
 
     def __len__(self) -> int:
         return len(self._threads)
+
+    def calls(self) -> list[int]:
+        """How many times each calling thread called, most first."""
+        with _COUNTING:
+            return sorted(self._calls.values(), reverse=True)
+
+
+_COUNTING = threading.Lock()
 
 
 def measure_problems(measure: Callable[..., Any],
@@ -84,13 +95,20 @@ def measure_problems(measure: Callable[..., Any],
         results[name] = {"wall_s": wall, "latencies_s": latencies, "throughput": throughput}
         if observed is not None:
             observed[name] = {"wall_s": wall, "latencies_s": latencies,
-                              "throughput": throughput, "callers": len(serve)}
+                              "throughput": throughput, "callers": len(serve),
+                              "calls": serve.calls()}
         where = f"on {name} ({THREADS} threads x {CALLS} calls)"
         if len(serve) != THREADS:
             problems.append(f"{where}: serve() was called from {len(serve)} thread(s), expected "
                             f"{THREADS}: run calls times on each of threads threads, all at "
                             "once, whatever the number of cores (threads that wait on I/O or "
                             "a sleep overlap beyond it)")
+            continue
+        if serve.calls() != [CALLS] * THREADS:
+            problems.append(f"{where}: expected serve() called {CALLS} times on each thread, "
+                            f"saw {serve.calls()} calls per thread: run it calls times on each "
+                            "of threads threads, each call timed (a call more, such as a "
+                            "warm-up inside the timed run, changes the throughput)")
             continue
         if len(latencies) != THREADS * CALLS:
             problems.append(f"{where}: expected {THREADS * CALLS} latencies, one per call, "
