@@ -257,6 +257,43 @@ def reader_checks_one_side(make_ledger: Any) -> None:
     _hammer(make_ledger, threads=4, records=100, barrier=True, reader=True, one_sided=True)
 
 
+def second_reader_not_joined(make_ledger: Any) -> None:
+    """Wrong (red team, session 26; it passed 8 of 8): four writers and two readers, and only
+    the last reader started is joined: the test can return while the other is inside
+    totals()."""
+    writers, records = 4, 100
+    ledger = make_ledger()
+    barrier = threading.Barrier(writers + 2)
+    writing = threading.Event()
+    writing.set()
+    torn: list = []
+
+    def write() -> None:
+        barrier.wait()
+        for _ in range(records):
+            ledger.record(batch(ROWS))
+
+    def read() -> None:
+        barrier.wait()
+        while writing.is_set():
+            requests, rows = ledger.totals()
+            if rows != ROWS * requests:
+                torn.append((requests, rows))
+
+    pool = [threading.Thread(target=write) for _ in range(writers)]
+    for thread in pool:
+        thread.start()
+    for _ in range(2):
+        reader = threading.Thread(target=read)
+        reader.start()
+    for thread in pool:
+        thread.join()
+    writing.clear()
+    reader.join()
+    assert not torn, f"{len(torn)} torn snapshots, e.g. {torn[0]}"
+    assert ledger.totals() == (writers * records, ROWS * writers * records), ledger.totals()
+
+
 WRONG_STRESS = [single_thread, few_threads_no_barrier, final_totals_only, stricter_than_contract,
                 retry_until_green, retry_a_sound_trial, barrier_miscounted,
                 one_writer_with_reader, reader_not_joined,
@@ -266,6 +303,8 @@ judged_by_its_documentation.decided_by_construction = True
 WRONG_STRESS.append(reader_checks_one_side)
 WRONG_STRESS.append(reader_joined_after_the_checks)
 reader_joined_after_the_checks.decided_by_construction = True  # the held read tears, every run
+WRONG_STRESS.append(second_reader_not_joined)
+second_reader_not_joined.decided_by_construction = True  # one of two held-reader runs holds it
 reader_checks_one_side.decided_by_construction = True  # RowsFirstLedger never tears its way
 judged_by_its_class_after_a_token_load.decided_by_construction = True
 

@@ -89,6 +89,13 @@ def test_a_stress_test_that_returned_before_its_reader_ended_is_refused(observed
     judge.check_stress_test({**seen, "joined": {**joined, "torn": False, "verdict": "returned"}})
     with pytest.raises(Rejected, match="how its reader went on"):
         judge.check_stress_test({**seen, "joined": {**seen["joined"], "released_by": "luck"}})
+    # The second held-reader run is judged alike (the solution starts one reader: none held).
+    second = seen["joined_second"]
+    assert not second["held"] and second["verdict"] == "returned"
+    with pytest.raises(Rejected, match="still held"):
+        judge.check_stress_test({**seen, "joined_second": left_running})
+    with pytest.raises(Malformed, match="'joined_second' is missing"):
+        judge.check_stress_test({k: v for k, v in seen.items() if k != "joined_second"})
 
 
 def test_a_stress_test_that_passed_the_ledger_that_races_once_is_refused(observed):

@@ -154,13 +154,14 @@ class JoinProbe:
     its place) passes or fails by chance when that thread's last steps are quick. The grader
     calls :meth:`hold` from code it owns that the answer's threads run (a hidden ledger's
     method, a stand-in queue's ``get``): once :meth:`arm`-ed, the first thread other than the
-    waiter to get there stops until :meth:`watch` sees the waiter join it, or sees no
-    :meth:`progress` for :attr:`quiet_s` seconds (the waiter waits for the held thread some
-    other way: an ``Event``, a ``Future``, a loop that polls ``is_alive()`` and sleeps). An
-    answer that returns while its thread is held (:meth:`finish`) did not wait for it: the
-    thread certainly still ran. (An answer that does not wait, but sleeps longer than
-    ``quiet_s`` before it returns, lets the thread go on: such a sleep is a join in all but
-    name, on any machine that is not stalled for that long.)
+    waiter to get there (or the next after ``passed`` others) stops until :meth:`watch` sees
+    the waiter join it, or sees no :meth:`progress` for :attr:`quiet_s` seconds (the waiter
+    waits for the held thread some other way: an ``Event``, a ``Future``, a loop that polls
+    ``is_alive()`` and sleeps). An answer that returns while its thread is held
+    (:meth:`finish`) did not wait for it: the thread certainly still ran. (An answer that
+    does not wait, but sleeps longer than ``quiet_s`` before it returns, lets the thread go
+    on: such a sleep is a join in all but name, on any machine that is not stalled for that
+    long.)
 
     Attributes:
         through: What else the waiter may wait on to wait for the held thread (the condition
@@ -170,11 +171,14 @@ class JoinProbe:
             ``"timeout"``; "" while held or while none was held.
     """
 
-    def __init__(self, quiet_s: float, limit_s: float) -> None:
+    def __init__(self, quiet_s: float, limit_s: float, passed: int = 0) -> None:
         """Args: quiet_s: how long the answer may make no progress before the held thread
-        goes on; limit_s: how long any thread is held at most."""
+        goes on; limit_s: how long any thread is held at most; passed: how many distinct
+        threads go through :meth:`hold` before the next one is held (0: the first is)."""
         self.quiet_s = quiet_s
         self.limit_s = limit_s
+        self._to_pass = passed
+        self._passed: set[threading.Thread] = set()
         self.through: list[object] = []
         self.held: threading.Thread | None = None
         self.released_by = ""
@@ -203,6 +207,9 @@ class JoinProbe:
         me = threading.current_thread()
         with self._lock:
             if not self._armed or self.held is not None or me is self._waiter:
+                return False
+            if me in self._passed or len(self._passed) < self._to_pass:
+                self._passed.add(me)
                 return False
             self.held = me
         if not self._gate.wait(self.limit_s):

@@ -33,16 +33,20 @@ def check_stress_test(test: Callable[[Callable[[], Any]], Any], **kwargs: Any) -
     wrong = [row for row in rows if not row["right"]]
     expected = len(kwargs.get("racy", RACY)) + len(kwargs.get("correct", CORRECT))
     if not wrong and len(rows) == expected:
+        # The first reader thread held, then the second: a test that starts two readers
+        # and joins one of them is caught whichever of them gets to totals() first.
         joined = joined_run(test, budget_s=kwargs.get("budget_s", BUDGET_S))
         _require_joined(joined)
+        second = joined_run(test, budget_s=kwargs.get("budget_s", BUDGET_S), passed=1)
+        _require_joined(second)
         once = racy_once_run(test, budget_s=kwargs.get("budget_s", BUDGET_S))
         _require_first_failure_kept(once)
         report({"ledgers": [{"name": row["name"], "racy": row["racy"],
                              "verdict": row["verdict"], "overlap": row["overlap"]}
                             for row in rows],
-                "joined": {key: joined[key] for key in
-                           ("verdict", "held", "released_by", "returned_while_held",
-                            "torn")},
+                **{name: {key: run[key] for key in
+                          ("verdict", "held", "released_by", "returned_while_held", "torn")}
+                   for name, run in (("joined", joined), ("joined_second", second))},
                 "racy_once": {key: once[key] for key in ("verdict", "overlap", "writes")}})
         return
     missed = sum(row["racy"] and row["verdict"] == "returned" for row in wrong)

@@ -85,11 +85,11 @@ def grade_against(test: Callable[[Callable[[], Any]], Any], *, racy: Sequence[ty
     return rows
 
 
-def joined_run(test: Callable[[Callable[[], Any]], Any], *, budget_s: float = BUDGET_S
-               ) -> dict[str, Any]:
-    """Run ``test`` once more, on a ledger whose first reader thread is held until the test
-    joins it, and whose only torn snapshot is the one that held call returns
-    (:func:`held_reader`, :class:`~autograder.checks.kit.JoinProbe`).
+def joined_run(test: Callable[[Callable[[], Any]], Any], *, budget_s: float = BUDGET_S,
+               passed: int = 0) -> dict[str, Any]:
+    """Run ``test`` once more, on a ledger whose first reader thread (or the next after
+    ``passed`` others) is held until the test joins it, and whose only torn snapshot is the
+    one that held call returns (:func:`held_reader`, :class:`~autograder.checks.kit.JoinProbe`).
 
     A test that returns without joining its reader (or sleeps instead) returns while that
     reader is certainly still inside ``totals()``; one that checks what its reader saw before
@@ -98,7 +98,7 @@ def joined_run(test: Callable[[Callable[[], Any]], Any], *, budget_s: float = BU
     (how it went on: the probe's word), ``returned_while_held`` and ``torn`` (the held call
     returned a torn snapshot: the test was expected to fail this ledger).
     """
-    probe = JoinProbe(JOIN_QUIET_S, budget_s)
+    probe = JoinProbe(JOIN_QUIET_S, budget_s, passed)
     revoked = threading.Event()
     seen: dict[str, Any] = {"returned_while_held": False}
     make_ledger = held_reader(probe, revoked, seen)
