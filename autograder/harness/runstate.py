@@ -82,7 +82,6 @@ class _Thread:
         self.native = False
         self.expect_native = False
         self.yielding = False  # about to sleep: others that can run take the next step
-        self.slept = False  # slept, and has not run since: others that can run go first
         self.parked = True
         self.detached = False
         self.starting = 0

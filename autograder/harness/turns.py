@@ -9,21 +9,14 @@ deadlocked; a deadlock, an error or the deadline stops every thread. The methods
 
 from __future__ import annotations
 
-import _queue
-import _thread
-import collections
-import concurrent.futures.thread
-import threading
 import types
 from typing import Any
 
 from . import access, codemap, primitives, report, tamper
 from .runstate import _FINISHED, _RUNNABLE, Step, _Abort, _Thread
 
-# How long a run that looks deadlocked is watched for a release by an uncontrolled thread
-# that shows no sign of work (on a loaded machine a thread that was woken can wait that long
-# for a core).
-_DEADLOCK_GRACE_S = 0.1
+# How long a run that looks deadlocked is watched for a release by an uncontrolled thread.
+_DEADLOCK_GRACE_S = 0.03
 #: Fairness: a thread that has run ``FAIR_STEPS`` steps in a row while another could run is
 #: set aside for between one and two times as many steps (it runs only if no other thread can),
 #: as a real scheduler's time slice would. Without it, a spin or try-lock loop can starve the
@@ -186,20 +179,16 @@ class Turns:
             return None
 
     def _outside_activity(self) -> bool:
-        """Has a thread the scheduler does not control started running user code in this run,
-        or been woken to run it?
+        """Has a thread the scheduler does not control started running user code in this run?
 
-        A pool made before ``explore`` runs its tasks on threads nobody controls, and a server
-        thread an answer started in ``setup`` serves the workers' requests; a thread waiting for
-        such a task is not deadlocked while the task still runs, nor while the thread that will
-        run it was woken and waits for a core. Threads that are where they were when the run
-        began (stuck ones left over from earlier runs) and threads parked in threading plumbing
-        that nobody woke do not count.
+        A pool made before ``explore`` runs its tasks on threads nobody controls; a thread
+        waiting for such a task is not deadlocked while the task still runs. Threads that were
+        already in user code when the run began (stuck ones left over from earlier runs) and
+        threads parked in threading plumbing do not count.
         """
         ours = {t.ident for t in self.threads} | {self.main_ident}
         now = _outside_user_frames(ours)
-        return (any(where != self.outside_before.get(ident) for ident, where in now.items())
-                or _any_woken(ours))
+        return any(frame != self.outside_before.get(ident) for ident, frame in now.items())
 
     def _pick(self, me: _Thread | None, can_continue: bool,
               runnable: list[_Thread]) -> _Thread | None:
@@ -208,11 +197,7 @@ class Turns:
             # ahead of the sleeper, so a retry loop that backs off lets the thread it waits for
             # take the lock it let go (without this, a loop whose timed acquire gave up could
             # take its lock back at once, for ever). The sleeper may run again one step later.
-            # The turn goes first to a thread that is not itself asleep: two threads that back
-            # off in turns must not starve the one they wait for.
-            me.slept = True
-            others = [t for t in runnable if t is not me]
-            runnable = [t for t in others if not t.slept] or others
+            runnable = [t for t in runnable if t is not me]
             can_continue = False
         current = me.index if (me is not None and can_continue) else None
         indices = [t.index for t in runnable]
@@ -226,7 +211,6 @@ class Turns:
             raise ValueError(f"the strategy chose thread {index}, not one of {allowed}")
         if current is None or index != current:
             self.outcome.switches.append((self.step, index))
-        self.threads[index].slept = False
         if index == self.run_index:
             self.run_length += 1
         else:
@@ -299,63 +283,19 @@ class Turns:
             self.done.release()
 
 
-def _outside_user_frames(excluded: set[int | None]) -> dict[int, object]:
-    """For each other thread running user code (not parked in plumbing): where it is.
-
-    That is its innermost user frame's id, and when the thread is inside a library call made
-    from there (``model.predict_on_batch``), the code and instruction that call has reached as
-    well: a server thread that loops in one frame shows its work by the calls it makes, while
-    a thread stuck in a loop of its own keeps one place for as long as it is stuck. (Codes,
-    not frames: a frame that ended may leave its id to the next one.)
-    """
-    found: dict[int, object] = {}
+def _outside_user_frames(excluded: set[int | None]) -> dict[int, int]:
+    """For each other thread running user code (not parked in plumbing): its innermost user
+    frame's id."""
+    found = {}
     for ident, frame in tamper.current_frames().items():
         if ident in excluded or codemap.info(frame.f_code).kind == codemap.PLUMBING:
             continue
-        innermost = frame
         while frame is not None:
             if codemap.info(frame.f_code).kind == codemap.USER:
-                found[ident] = (id(frame) if innermost is frame
-                                else (id(frame), id(innermost.f_code), innermost.f_lasti))
+                found[ident] = id(frame)
                 break
             frame = frame.f_back
     return found
-
-
-def _any_woken(excluded: set[int | None]) -> bool:
-    """Whether another thread parked in plumbing was woken and has not run yet (:func:`_woken`):
-    it is about to run."""
-    return any(ident not in excluded and _woken(frame)
-               for ident, frame in tamper.current_frames().items())
-
-
-_CONDITION_WAIT = threading.Condition.wait.__code__
-_POOL_WORKER = concurrent.futures.thread._worker.__code__
-
-
-def _woken(frame: types.FrameType | None) -> bool:
-    """Whether a thread parked in plumbing (``frame`` is its innermost) was released and only
-    waits for the core: a ``Condition.wait`` whose waiter was notified (let go, or taken off
-    the condition's waiters), or a pool worker whose work queue holds a task. Read from the
-    objects' own fields, so that nothing of an answer's runs in the thread that looks."""
-    while frame is not None and codemap.info(frame.f_code).kind == codemap.PLUMBING:
-        if frame.f_code is _CONDITION_WAIT:
-            names = frame.f_locals
-            waiter, condition = names.get("waiter"), names.get("self")
-            if type(condition) is not threading.Condition or type(waiter) is not _thread.LockType:
-                return False
-            waiters = vars(condition).get("_waiters")
-            if type(waiters) is not collections.deque:
-                return False
-            try:
-                return not waiter.locked() or not any(w is waiter for w in waiters)
-            except RuntimeError:  # the waiters changed while read: someone notified
-                return True
-        if frame.f_code is _POOL_WORKER:
-            tasks = frame.f_locals.get("work_queue")
-            return type(tasks) is _queue.SimpleQueue and tasks.qsize() > 0
-        frame = frame.f_back
-    return False
 
 
 def _blocked_where(frame: types.FrameType, wait: primitives.Wait) -> tuple[types.FrameType, str]:

@@ -1033,48 +1033,5 @@ class IterationsSinceMadeVersioned:
             return self.model.predict_on_batch(states), self._version()
 
 
-class ServerThreadVersioned:
-    """Correct (red team, session 26; explore called it a deadlock on a loaded machine): one
-    network thread, started in ``__init__``, runs every learn and act in the order they were
-    asked for; each caller waits on an Event for its answer."""
-
-    def __init__(self, model: Any, optimizer: Any) -> None:
-        self.model, self.optimizer = model, optimizer
-        self._version = 0
-        self._requests: queue.Queue = queue.Queue()
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            kind, payload, box, done = self._requests.get()
-            try:
-                if kind == "learn":
-                    self.optimizer.apply_gradients(
-                        zip(payload, self.model.trainable_variables, strict=True))
-                    self._version += 1
-                    box.append((True, self._version))
-                else:
-                    box.append((True, (self.model.predict_on_batch(payload), self._version)))
-            except BaseException as error:  # noqa: BLE001 - handed to the caller
-                box.append((False, error))
-            done.set()
-
-    def _ask(self, kind: str, payload: Any) -> Any:
-        box: list = []
-        done = threading.Event()
-        self._requests.put((kind, payload, box, done))
-        done.wait()
-        ok, value = box[0]
-        if not ok:
-            raise value
-        return value
-
-    def learn(self, grads: Any) -> int:
-        return self._ask("learn", grads)
-
-    def act(self, states: Any) -> tuple[Any, int]:
-        return self._ask("act", states)
-
-
 CORRECT_VERSIONED = [ReadersWriterVersioned, NumpySnapshotVersioned,
-                     IterationsSinceMadeVersioned, ServerThreadVersioned]
+                     IterationsSinceMadeVersioned]

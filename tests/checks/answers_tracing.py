@@ -794,29 +794,13 @@ def publish_timed_acquire_retried(best, lock, name, score, access, save):
         save(name)
 
 
-def publish_spin_acquire(best, lock, name, score, access, save):
-    """Correct (red team, session 26; it timed out in schedule 125 before): a non-blocking
-    acquire retried after a short sleep, then the fixed publish in ``try``/``finally``."""
-    while not lock.acquire(blocking=False):
-        time.sleep(0.0005)
-    try:
-        seen = access("read", "best", lambda: best["score"], lock="best_lock")
-        better = score > seen
-        if better:
-            access("write", "best", lambda: best.update(score=score, by=name), lock="best_lock")
-    finally:
-        lock.release()
-    if better:
-        save(name)
-
-
 WRONG_PUBLISH = [publish_unlocked, publish_split_locks, publish_save_under_lock,
                  publish_lock_not_logged, publish_new_lock, publish_tie_wins, publish_own_lock,
                  publish_write_not_logged, publish_saves_if_still_the_record,
                  publish_reads_before_the_lock, publish_saves_on_a_thread,
                  publish_timed_acquire_unchecked]
 publish_saves_on_a_thread.decided_by_construction = True  # explore: the default schedule
-CORRECT_PUBLISH = [publish_acquire_finally, publish_decide_then_save, publish_spin_acquire,
+CORRECT_PUBLISH = [publish_acquire_finally, publish_decide_then_save,
                    publish_timed_acquire_retried]
 
 

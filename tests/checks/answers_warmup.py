@@ -8,7 +8,6 @@ before it is built) and correct answers written differently from the lesson's so
 from __future__ import annotations
 
 import functools
-import queue
 import threading
 import time
 from typing import Any
@@ -398,35 +397,6 @@ class ConditionStatePredictor:
         return self.model.predict_on_batch(batch)
 
 
-class ServerThreadPredictor:
-    """Correct (red team, session 26; explore called it a deadlock on a loaded machine): one
-    thread, started in ``__init__``, makes every call of the model; each caller waits on an
-    Event for its answer."""
-
-    def __init__(self, model: Any) -> None:
-        self._model = model
-        self._requests: queue.Queue = queue.Queue()
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            batch, box, done = self._requests.get()
-            try:
-                box.append(self._model.predict_on_batch(batch))
-            except BaseException as error:  # noqa: BLE001 - handed to the caller
-                box.append(error)
-            done.set()
-
-    def __call__(self, batch: np.ndarray) -> Any:
-        box: list = []
-        done = threading.Event()
-        self._requests.put((batch, box, done))
-        done.wait()
-        if isinstance(box[0], BaseException):
-            raise box[0]
-        return box[0]
-
-
 WRONG_PREDICTORS = [
     PassThroughPredictor,
     LockPerCallPredictor,
@@ -439,8 +409,6 @@ WRONG_PREDICTORS = [
     BuiltFastPathPredictor,
 ]
 CORRECT_PREDICTORS = [SerializedPredictor, EventGatePredictor, ConditionStatePredictor]
-#: Correct, and each of its instances leaves a thread behind: graded in fresh processes.
-CORRECT_SERVER_PREDICTORS = [ServerThreadPredictor]
 
 
 # --------------------------------------------------------------------------- LazyModel

@@ -32,30 +32,6 @@ def grade_run(checks: str, answers: str, check: str, answer: str) -> str:
     return "pass"
 
 
-def judged_run(checks: str, answers: str, check: str, answer: str) -> str:
-    """One grading run in the child, judged as the runner's host judges it
-    (:func:`tests.checks.grading_runs.judged`): ``"pass"`` or ``"fail: <message>"``."""
-    from tests.checks.grading_runs import judged
-
-    answer_class = getattr(importlib.import_module(answers), answer)
-    try:
-        judged(getattr(importlib.import_module(checks), check), answer_class)
-    except AssertionError as failure:
-        return "fail: " + str(failure)[:2000]
-    return "pass"
-
-
-def passes_in_a_fresh_process(checks: str, answers: str, check: str, answer: str) -> str:
-    """One judged grading run in a child process of its own (:func:`judged_run`), as the
-    first run in a new grading kernel: ``"pass"``, ``"fail: <message>"`` or how the child
-    ended. For an answer that leaves threads behind in every schedule, whose later runs in one
-    process would each start among the threads of all the runs before."""
-    (outcome,) = run_in_children(judged_run, [(checks, answers, check, answer)],
-                                 trial_timeout_s=RUN_TIMEOUT_S,
-                                 path=[str(Path(__file__).parent)])
-    return outcome.how if isinstance(outcome, Crashed) else outcome
-
-
 def run_isolated(checks: str, answers: str, tasks: list[tuple[str, str]],
                  runs: int | list[int]) -> list[list[str]]:
     """Run ``checks.<check>(answers.<answer>)`` ``runs`` times per task, in child processes.

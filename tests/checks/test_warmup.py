@@ -47,7 +47,7 @@ import pytest
 from autograder.checks import warmup
 from tests.checks import answers_warmup as answers
 from tests.checks.grading_runs import Exercise, passes_every_run, runs_for, unfilled_answer_test
-from tests.checks.isolation import IsolatedRuns, passes_in_a_fresh_process
+from tests.checks.isolation import IsolatedRuns
 
 WRONG = {
     "check_entry_point": "WRONG_WARM_UPS",
@@ -114,17 +114,6 @@ def test_warm_up_that_traces_both_predict_and_predict_on_batch_passes_every_run(
 @pytest.mark.parametrize("answer", answers.CORRECT_PREDICTORS, ids=_name)
 def test_predictor_that_lets_one_thread_warm_first_passes_every_run(answer):
     _passes_every_run(warmup.check_shared_predictor, answer)
-
-
-@pytest.mark.parametrize("run", range(2))
-@pytest.mark.parametrize("answer", answers.CORRECT_SERVER_PREDICTORS, ids=_name)
-def test_predictor_that_serves_from_a_thread_it_started_passes_in_every_fresh_kernel(answer, run):
-    """The check's explore makes a predictor per schedule (2,000), and this one starts a
-    server thread each time that never ends: each run is a new kernel's first, as in grading
-    (a sixth run in one process would start among 10,000 threads)."""
-    verdict = passes_in_a_fresh_process("autograder.checks.warmup", "tests.checks.answers_warmup",
-                                        "check_shared_predictor", answer.__name__)
-    assert verdict == "pass", verdict
 
 
 @pytest.mark.parametrize("answer", answers.CORRECT_LAZY_MODELS, ids=_name)

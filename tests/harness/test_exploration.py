@@ -2,7 +2,6 @@
 
 import json
 import os
-import queue
 import subprocess
 import sys
 import threading
@@ -491,100 +490,6 @@ def test_try_lock_with_back_off_is_searched_to_a_pass_not_a_livelock(strategy):
     result = explore(_two_locks, [_polite("a", "b"), _polite("b", "a")], _both_counted,
                      seed=0, max_schedules=60, strategy=strategy, timeout_s=60)
     assert result.verdict == "pass", result.message
-
-
-def _one_lock():
-    return SimpleNamespace(lock=threading.Lock(), n=0)
-
-
-def _spin_then_count(state):
-    """Try the lock without blocking and sleep a little between tries (no blocking acquire)."""
-    import time
-
-    while not state.lock.acquire(blocking=False):
-        time.sleep(0.0005)
-    try:
-        seen = state.n
-        state.n = seen + 1
-    finally:
-        state.lock.release()
-
-
-def _three_counted(state):
-    assert state.n == 3, f"expected 3, saw {state.n}"
-
-
-@pytest.mark.parametrize("strategy", ["exhaustive", "random", "pct"])
-def test_two_threads_that_back_off_in_turns_let_the_third_take_the_lock(strategy):
-    # Each sleeper gave its turn to the other sleeper, never to the thread holding the lock:
-    # lesson 06's publish_locked with a spinning acquire ran out of time in schedule 125.
-    result = explore(_one_lock, [_spin_then_count] * 3, _three_counted, seed=0,
-                     max_schedules=300, strategy=strategy, timeout_s=60)
-    assert result.verdict == "pass", result.message
-
-
-def _a_server_started_in_setup():
-    """The answer's own server thread (the scheduler does not control it), started in
-    ``setup``: it is still in its own code when the run begins, then serves each request with
-    a slow library call from that same frame, and answers through an Event."""
-    import subprocess
-    import time
-
-    requests = queue.Queue()
-
-    def serve():
-        started = time.monotonic()
-        while time.monotonic() < started + 0.01:
-            pass
-        while True:
-            done = requests.get()
-            subprocess.run(["sleep", "0.3"], check=True)
-            done.set()
-
-    threading.Thread(target=serve, daemon=True).start()
-    return SimpleNamespace(requests=requests, answered=[])
-
-
-def _ask_the_server(state):
-    done = threading.Event()
-    state.requests.put(done)
-    done.wait()
-    state.answered.append(done)
-
-
-def _both_answered(state):
-    assert len(state.answered) == 2, f"expected 2 answers, saw {len(state.answered)}"
-
-
-def test_workers_waiting_for_a_server_the_answer_started_in_setup_are_not_a_deadlock():
-    # Session 26's red team: a correct SharedPredictor serving from one thread started in
-    # __init__ lost lesson 01's explore check to "Deadlock" on a loaded machine. The server's
-    # frame was the same one the run began with, so its work did not count as a sign of life.
-    result = explore(_a_server_started_in_setup, [_ask_the_server] * 2, _both_answered,
-                     seed=0, max_schedules=2, timeout_s=60)
-    assert result.verdict == "pass", result.message
-
-
-def test_a_thread_notified_in_a_condition_wait_counts_as_about_to_run():
-    from autograder.harness import turns
-
-    condition = threading.Condition()
-    waiting = threading.Event()
-
-    def wait():
-        with condition:
-            waiting.set()
-            condition.wait()
-
-    thread = threading.Thread(target=wait, daemon=True)
-    thread.start()
-    waiting.wait()
-    with condition:  # the waiter has let go of the lock: it is in waiter.acquire()
-        assert not turns._any_woken({threading.get_ident()})
-        condition.notify()
-        # Woken, but it cannot run until this thread lets go of the condition's lock.
-        assert turns._any_woken({threading.get_ident()})
-    thread.join()
 
 
 def test_lost_update_behind_a_try_lock_loop_is_found():
